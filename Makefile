@@ -1,0 +1,37 @@
+# Every target is idempotent: it creates .venv (torch 2.13.0 and the test tools) and (re)builds the
+# extension only when something it depends on changed.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+SOURCES := setup.py $(shell find csrc torch_ext -name '*.cpp' -o -name '*.h' -o -name '*.py' 2>/dev/null)
+
+.PHONY: all venv build test bench bench-full clean
+
+all: test
+
+$(VENV)/.stamp-venv: requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade "pip>=23" "setuptools>=64"
+	$(PIP) install --quiet -r requirements-dev.txt
+	touch $@
+
+venv: $(VENV)/.stamp-venv
+
+$(VENV)/.stamp-build: $(VENV)/.stamp-venv $(SOURCES)
+	MAX_JOBS=$${MAX_JOBS:-2} $(PIP) install --quiet --no-build-isolation --no-deps -e .
+	touch $@
+
+build: $(VENV)/.stamp-build
+
+test: build
+	$(PY) -m pytest tests -q
+
+bench: build
+	$(PY) -m benchmarks.run --quick
+
+bench-full: build
+	$(PY) -m benchmarks.run --full
+
+clean:
+	rm -rf build torch_ext/*.so $(VENV)/.stamp-build

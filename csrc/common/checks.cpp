@@ -1,0 +1,235 @@
+#include "common/checks.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/irange.h>
+
+#include <sstream>
+#include <string>
+
+namespace npu_ext {
+namespace {
+
+#define NPU_EXT_CHECK(cond, op, ...) TORCH_CHECK((cond), "npu_ext.", op, ": ", __VA_ARGS__)
+
+std::string dtype_name(at::ScalarType t) { return "torch." + std::string(c10::getDtypeNames(t).first); }
+
+std::string shape_str(at::IntArrayRef s) {
+  std::ostringstream os;
+  os << s;
+  return os.str();
+}
+
+const char* float_dtypes_for(const at::Tensor& t) {
+  return t.device().is_privateuseone() ? "torch.float16, torch.bfloat16 or torch.float32"
+                                       : "torch.float16, torch.bfloat16, torch.float32 or torch.float64";
+}
+
+void check_float(const char* op, const char* name, const at::Tensor& t) {
+  NPU_EXT_CHECK(is_supported_float(t), op, name, " must have dtype ", float_dtypes_for(t), ", but got ",
+                dtype_name(t.scalar_type()));
+}
+
+void check_same_dtype(const char* op, const char* name, const at::Tensor& t, const char* ref_name,
+                      const at::Tensor& ref) {
+  NPU_EXT_CHECK(t.scalar_type() == ref.scalar_type(), op, name, " must have the same dtype as ", ref_name,
+                " (", dtype_name(ref.scalar_type()), "), but got ", dtype_name(t.scalar_type()));
+}
+
+void check_same_device(const char* op, const char* name, const at::Tensor& t, const char* ref_name,
+                       const at::Tensor& ref) {
+  NPU_EXT_CHECK(t.device() == ref.device(), op, name, " must be on the same device as ", ref_name, " (",
+                ref.device(), "), but got ", t.device());
+}
+
+void check_max_rank(const char* op, const char* name, const at::Tensor& t, int64_t max_rank) {
+  NPU_EXT_CHECK(t.dim() <= max_rank, op, name, " must have at most ", max_rank, " dimensions, but got ",
+                t.dim());
+}
+
+void check_rank(const char* op, const char* name, const at::Tensor& t, int64_t rank) {
+  NPU_EXT_CHECK(t.dim() == rank, op, name, " must be ", rank, "-D, but got a ", t.dim(), "-D tensor of shape ",
+                shape_str(t.sizes()));
+}
+
+// NumPy broadcasting of two shapes; false when they do not broadcast.
+bool broadcast_shapes(at::IntArrayRef a, at::IntArrayRef b, std::vector<int64_t>& out) {
+  const size_t n = std::max(a.size(), b.size());
+  out.assign(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1) return false;
+    out[i] = da == 1 ? db : da;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool is_supported_float(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kHalf:
+    case at::kBFloat16:
+    case at::kFloat:
+      return true;
+    case at::kDouble:
+      return !t.device().is_privateuseone();  // aclnn has no fp64 kernels; CPU and Meta do
+    default:
+      return false;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+GeluBackwardMeta check_gelu_backward_v2(const at::Tensor& grad_output, const at::Tensor& self,
+                                        c10::string_view approximate) {
+  constexpr const char* op = "gelu_backward_v2";
+  GeluBackwardMeta meta;
+  if (approximate == "none") {
+    meta.approximate = GeluApproximate::None;
+  } else if (approximate == "tanh") {
+    meta.approximate = GeluApproximate::Tanh;
+  } else {
+    NPU_EXT_CHECK(false, op, "approximate must be \"none\" or \"tanh\", but got \"", approximate, "\"");
+  }
+  check_same_device(op, "self", self, "grad_output", grad_output);
+  check_float(op, "grad_output", grad_output);
+  check_float(op, "self", self);
+  NPU_EXT_CHECK(broadcast_shapes(grad_output.sizes(), self.sizes(), meta.shape), op, "grad_output of shape ",
+                shape_str(grad_output.sizes()), " and self of shape ", shape_str(self.sizes()),
+                " do not broadcast");
+  meta.dtype = at::result_type(grad_output, self);
+  return meta;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+PreluBackwardMeta check_prelu_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                       const at::Tensor& weight) {
+  constexpr const char* op = "prelu_backward";
+  check_same_device(op, "grad_output", grad_output, "self", self);
+  check_same_device(op, "weight", weight, "self", self);
+  check_float(op, "self", self);
+  check_same_dtype(op, "grad_output", grad_output, "self", self);
+  check_same_dtype(op, "weight", weight, "self", self);
+  check_max_rank(op, "self", self, kMaxRank);
+  check_max_rank(op, "grad_output", grad_output, kMaxRank);
+  check_max_rank(op, "weight", weight, kMaxRank);
+  std::vector<int64_t> b;
+  NPU_EXT_CHECK(broadcast_shapes(grad_output.sizes(), self.sizes(), b) && at::IntArrayRef(b) == self.sizes(),
+                op, "grad_output of shape ", shape_str(grad_output.sizes()),
+                " must broadcast to the shape of self ", shape_str(self.sizes()));
+  PreluBackwardMeta meta;
+  meta.channels = self.dim() > 1 ? self.size(1) : 1;
+  const int64_t nw = weight.numel();
+  NPU_EXT_CHECK(nw == 1 || nw == meta.channels, op, "weight must have 1 or ", meta.channels,
+                " elements (the channel dimension 1 of self), but got ", nw);
+  meta.per_channel = nw != 1;
+  return meta;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+GroupedBiasAddGradMeta check_grouped_bias_add_grad(const at::Tensor& grad_y,
+                                                   const c10::optional<at::Tensor>& group_idx,
+                                                   int64_t group_idx_type) {
+  constexpr const char* op = "grouped_bias_add_grad";
+  NPU_EXT_CHECK(group_idx_type == 0 || group_idx_type == 1, op,
+                "group_idx_type must be 0 (cumulative end offsets) or 1 (per-group counts), but got ",
+                group_idx_type);
+  check_float(op, "grad_y", grad_y);
+  GroupedBiasAddGradMeta meta;
+  if (group_idx.has_value()) {
+    const at::Tensor& gi = *group_idx;
+    check_same_device(op, "group_idx", gi, "grad_y", grad_y);
+    NPU_EXT_CHECK(gi.scalar_type() == at::kInt || gi.scalar_type() == at::kLong, op,
+                  "group_idx must have dtype torch.int32 or torch.int64, but got ", dtype_name(gi.scalar_type()));
+    check_rank(op, "group_idx", gi, 1);
+    NPU_EXT_CHECK(gi.size(0) <= kMaxGroups, op, "group_idx may hold at most ", kMaxGroups,
+                  " groups, but got ", gi.size(0));
+    NPU_EXT_CHECK(grad_y.dim() == 2, op, "grad_y must be 2-D (N, H) when group_idx is given, but got a ",
+                  grad_y.dim(), "-D tensor of shape ", shape_str(grad_y.sizes()));
+    meta.groups = gi.size(0);
+  } else {
+    NPU_EXT_CHECK(grad_y.dim() == 3, op, "grad_y must be 3-D (G, C, H) when group_idx is None, but got a ",
+                  grad_y.dim(), "-D tensor of shape ", shape_str(grad_y.sizes()));
+    meta.groups = grad_y.size(0);
+  }
+  meta.hidden = grad_y.size(-1);
+  return meta;
+}
+
+std::vector<int64_t> group_offsets(const at::Tensor& group_idx_cpu, int64_t group_idx_type, int64_t rows) {
+  constexpr const char* op = "grouped_bias_add_grad";
+  TORCH_INTERNAL_ASSERT(group_idx_cpu.device().is_cpu() && group_idx_cpu.dim() == 1);
+  const at::Tensor idx = group_idx_cpu.to(at::kLong).contiguous();
+  const int64_t* v = idx.const_data_ptr<int64_t>();
+  const int64_t g = idx.numel();
+  std::vector<int64_t> offsets(static_cast<size_t>(g) + 1, 0);
+  for (const auto j : c10::irange(g)) {
+    NPU_EXT_CHECK(v[j] >= 0, op, "group_idx must be non-negative, but group_idx[", j, "] = ", v[j]);
+    if (group_idx_type == 0) {
+      NPU_EXT_CHECK(v[j] >= offsets[j], op, "group_idx must be non-decreasing (cumulative end offsets), but group_idx[",
+                    j, "] = ", v[j], " < group_idx[", j - 1, "] = ", offsets[j]);
+      NPU_EXT_CHECK(v[j] <= rows, op, "group_idx[", j, "] = ", v[j], " exceeds the number of rows of grad_y (", rows,
+                    ")");
+      offsets[j + 1] = v[j];
+    } else {
+      NPU_EXT_CHECK(v[j] <= rows - offsets[j], op, "group_idx counts must sum to the number of rows of grad_y (",
+                    rows, "), but the first ", j + 1, " counts already sum to ", offsets[j] + v[j]);
+      offsets[j + 1] = offsets[j] + v[j];
+    }
+  }
+  if (group_idx_type == 0) {
+    NPU_EXT_CHECK(offsets[g] == rows, op, "the last entry of group_idx must equal the number of rows of grad_y (",
+                  rows, "), but got ", g == 0 ? std::string("an empty group_idx") : std::to_string(offsets[g]));
+  } else {
+    NPU_EXT_CHECK(offsets[g] == rows, op, "group_idx counts must sum to the number of rows of grad_y (", rows,
+                  "), but they sum to ", offsets[g]);
+  }
+  return offsets;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+void check_scaled_masked_softmax_backward(const at::Tensor& grad_output, const at::Tensor& y,
+                                          const at::Tensor& mask, bool fix_triu_mask) {
+  constexpr const char* op = "scaled_masked_softmax_backward";
+  check_same_device(op, "y", y, "grad_output", grad_output);
+  check_float(op, "grad_output", grad_output);
+  check_same_dtype(op, "y", y, "grad_output", grad_output);
+  check_rank(op, "grad_output", grad_output, 4);
+  NPU_EXT_CHECK(y.sizes() == grad_output.sizes(), op, "y must have the shape of grad_output ",
+                shape_str(grad_output.sizes()), ", but got ", shape_str(y.sizes()));
+  NPU_EXT_CHECK(grad_output.size(3) <= kMaxSoftmaxLastDim, op, "the last dimension of grad_output must be at most ",
+                kMaxSoftmaxLastDim, ", but got ", grad_output.size(3));
+  if (fix_triu_mask) return;  // the causal mask is generated; the mask argument is ignored
+  check_same_device(op, "mask", mask, "grad_output", grad_output);
+  NPU_EXT_CHECK(mask.scalar_type() == at::kBool, op, "mask must have dtype torch.bool, but got ",
+                dtype_name(mask.scalar_type()));
+  check_rank(op, "mask", mask, 4);
+  bool ok = mask.size(2) == grad_output.size(2) && mask.size(3) == grad_output.size(3);
+  for (int d = 0; d < 2; ++d) ok = ok && (mask.size(d) == grad_output.size(d) || mask.size(d) == 1);
+  NPU_EXT_CHECK(ok, op, "mask of shape ", shape_str(mask.sizes()), " must match grad_output ",
+                shape_str(grad_output.sizes()),
+                " in its last two dimensions and be equal or 1 in its first two");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+void check_logit_grad(const at::Tensor& x, const at::Tensor& dy) {
+  constexpr const char* op = "logit_grad";
+  check_same_device(op, "dy", dy, "x", x);
+  check_float(op, "x", x);
+  check_same_dtype(op, "dy", dy, "x", x);
+  check_max_rank(op, "x", x, kMaxRank);
+  NPU_EXT_CHECK(dy.sizes() == x.sizes(), op, "dy must have the shape of x ", shape_str(x.sizes()), ", but got ",
+                shape_str(dy.sizes()));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+void check_out(const char* op, const char* name, const at::Tensor& out, at::IntArrayRef shape,
+               at::ScalarType dtype, const at::Tensor& like) {
+  check_same_device(op, name, out, "the inputs", like);
+  NPU_EXT_CHECK(out.scalar_type() == dtype, op, "output ", name, " must have dtype ", dtype_name(dtype),
+                ", but got ", dtype_name(out.scalar_type()));
+  NPU_EXT_CHECK(out.sizes() == shape, op, "output ", name, " must have shape ", shape_str(shape), ", but got ",
+                shape_str(out.sizes()));
+}
+
+}  // namespace npu_ext

@@ -1,0 +1,82 @@
+// Shared validation and shape/dtype inference for every npu_ext operator.
+//
+// This is the single source of truth for "what is a valid call and what does it return". The CPU kernels,
+// the Meta (fake) kernels and the NPU path all call these functions first, so an input is accepted or
+// rejected identically on every device, with the same message, before any work is done.
+//
+// Every failure is a RuntimeError (TORCH_CHECK) whose message starts with "npu_ext.<op>: " and names the
+// offending argument.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/Optional.h>
+#include <c10/util/string_view.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace npu_ext {
+
+// Hardware limits documented by aclnn; enforced everywhere so CPU-validated code runs unchanged on an NPU.
+constexpr int64_t kMaxRank = 8;
+constexpr int64_t kMaxSoftmaxLastDim = 4096;
+constexpr int64_t kMaxGroups = 2048;
+
+// ---------------------------------------------------------------------------------------------------------
+// gelu_backward_v2
+enum class GeluApproximate { None, Tanh };
+
+struct GeluBackwardMeta {
+  std::vector<int64_t> shape;  // broadcast(grad_output, self)
+  at::ScalarType dtype;        // result_type(grad_output, self)
+  GeluApproximate approximate;
+};
+
+GeluBackwardMeta check_gelu_backward_v2(const at::Tensor& grad_output, const at::Tensor& self,
+                                        c10::string_view approximate);
+
+// ---------------------------------------------------------------------------------------------------------
+// prelu_backward
+struct PreluBackwardMeta {
+  int64_t channels;  // C = self.size(1) if self.dim() > 1 else 1
+  bool per_channel;  // weight has C elements (and C > 1 or weight.numel() != 1)
+};
+
+PreluBackwardMeta check_prelu_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                       const at::Tensor& weight);
+
+// ---------------------------------------------------------------------------------------------------------
+// grouped_bias_add_grad
+struct GroupedBiasAddGradMeta {
+  int64_t groups;  // G
+  int64_t hidden;  // H
+};
+
+// Shapes, dtypes and group_idx_type. Needs no tensor data, so it is also the Meta check.
+GroupedBiasAddGradMeta check_grouped_bias_add_grad(const at::Tensor& grad_y,
+                                                   const c10::optional<at::Tensor>& group_idx,
+                                                   int64_t group_idx_type);
+
+// The data-dependent part: reads a host copy of group_idx, validates every value and returns the G + 1
+// row offsets [0, end_0, ..., end_{G-1} = N]. Any bad value is an error, never an out-of-bounds read.
+std::vector<int64_t> group_offsets(const at::Tensor& group_idx_cpu, int64_t group_idx_type, int64_t rows);
+
+// ---------------------------------------------------------------------------------------------------------
+// scaled_masked_softmax_backward
+void check_scaled_masked_softmax_backward(const at::Tensor& grad_output, const at::Tensor& y,
+                                          const at::Tensor& mask, bool fix_triu_mask);
+
+// ---------------------------------------------------------------------------------------------------------
+// logit_grad
+void check_logit_grad(const at::Tensor& x, const at::Tensor& dy);
+
+// ---------------------------------------------------------------------------------------------------------
+// .out overloads: the caller-provided output must already have the inferred shape and dtype, and live on
+// the inputs' device. (No resizing: a wrong output is a caller bug worth reporting.)
+void check_out(const char* op, const char* name, const at::Tensor& out, at::IntArrayRef shape,
+               at::ScalarType dtype, const at::Tensor& like);
+
+// True when `t` is one of the floating dtypes this device supports (fp16/bf16/fp32, plus fp64 off-NPU).
+bool is_supported_float(const at::Tensor& t);
+
+}  // namespace npu_ext

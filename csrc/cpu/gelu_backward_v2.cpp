@@ -1,0 +1,46 @@
+// npu_ext::gelu_backward_v2 on CPU.
+#include <ATen/ATen.h>
+#include <ATen/TensorIterator.h>
+#include <torch/library.h>
+
+#include "common/checks.h"
+#include "cpu/kernels/kernels.h"
+
+namespace npu_ext {
+namespace {
+
+void compute(const at::Tensor& grad_output, const at::Tensor& self, const GeluBackwardMeta& meta,
+             const at::Tensor& grad_input) {
+  if (grad_input.numel() == 0) return;
+  auto iter = at::TensorIteratorConfig()
+                  .add_output(grad_input)
+                  .add_const_input(grad_output)
+                  .add_const_input(self)
+                  .promote_inputs_to_common_dtype(true)  // mixed dtypes: result_type(grad_output, self)
+                  .resize_outputs(false)
+                  .build();
+  cpu::gelu_backward_kernel(iter, meta.approximate);
+}
+
+at::Tensor gelu_backward_v2(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
+  const auto meta = check_gelu_backward_v2(grad_output, self, approximate);
+  at::Tensor grad_input = at::empty(meta.shape, grad_output.options().dtype(meta.dtype));
+  compute(grad_output, self, meta, grad_input);
+  return grad_input;
+}
+
+void gelu_backward_v2_out(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate,
+                          const at::Tensor& grad_input) {
+  const auto meta = check_gelu_backward_v2(grad_output, self, approximate);
+  check_out("gelu_backward_v2", "grad_input", grad_input, meta.shape, meta.dtype, self);
+  compute(grad_output, self, meta, grad_input);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(npu_ext, CPU, m) {
+  m.impl("gelu_backward_v2", &gelu_backward_v2);
+  m.impl("gelu_backward_v2.out", &gelu_backward_v2_out);
+}
+
+}  // namespace npu_ext

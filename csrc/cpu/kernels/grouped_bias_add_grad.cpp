@@ -1,0 +1,67 @@
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "cpu/kernels/kernels.h"
+
+namespace npu_ext {
+namespace cpu {
+namespace {
+
+// Target elements per task. Each group is cut into tasks of a fixed number of rows that depends only on
+// the shape; task partial sums are combined in task order, so results do not depend on the thread count.
+constexpr int64_t kBlock = 32768;
+
+template <typename scalar_t>
+void grouped_bias_add_grad_impl(const scalar_t* base, const GroupedRows& L, scalar_t* out) {
+  using acc_t = at::opmath_type<scalar_t>;
+  const int64_t H = L.hidden;
+  const int64_t G = static_cast<int64_t>(L.rows.size());
+  const int64_t rows_per_task = std::max<int64_t>(1, kBlock / std::max<int64_t>(H, 1));
+
+  std::vector<int64_t> first_task(G + 1, 0);  // tasks of group j: [first_task[j], first_task[j + 1])
+  for (int64_t j = 0; j < G; ++j)
+    first_task[j + 1] = first_task[j] + (L.rows[j] + rows_per_task - 1) / rows_per_task;
+  const int64_t ntasks = first_task[G];
+  std::vector<acc_t> partial(static_cast<size_t>(ntasks * H), acc_t(0));
+
+  // Task t belongs to group j = upper_bound(first_task, t) - 1.
+  at::parallel_for(0, ntasks, 1, [&](int64_t t0, int64_t t1) {
+    int64_t j = std::upper_bound(first_task.begin(), first_task.end(), t0) - first_task.begin() - 1;
+    for (int64_t t = t0; t < t1; ++t) {
+      while (t >= first_task[j + 1]) ++j;
+      const int64_t r0 = (t - first_task[j]) * rows_per_task;
+      const int64_t r1 = std::min(L.rows[j], r0 + rows_per_task);
+      acc_t* acc = partial.data() + t * H;
+      for (int64_t r = r0; r < r1; ++r) {
+        const scalar_t* row = base + L.group_base[j] + r * L.row_stride;
+        for (int64_t h = 0; h < H; ++h) acc[h] += static_cast<acc_t>(row[h * L.col_stride]);
+      }
+    }
+  });
+
+  at::parallel_for(0, G, 1, [&](int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j) {
+      scalar_t* o = out + j * H;
+      for (int64_t h = 0; h < H; ++h) {
+        acc_t s = 0;
+        for (int64_t t = first_task[j]; t < first_task[j + 1]; ++t) s += partial[t * H + h];
+        o[h] = static_cast<scalar_t>(s);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void grouped_bias_add_grad_kernel(const at::Tensor& grad_y, const GroupedRows& layout, const at::Tensor& out) {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad_y.scalar_type(), "grouped_bias_add_grad", [&] {
+    grouped_bias_add_grad_impl<scalar_t>(grad_y.const_data_ptr<scalar_t>(), layout, out.mutable_data_ptr<scalar_t>());
+  });
+}
+
+}  // namespace cpu
+}  // namespace npu_ext

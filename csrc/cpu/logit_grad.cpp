@@ -1,0 +1,38 @@
+// npu_ext::logit_grad on CPU.
+#include <ATen/ATen.h>
+#include <ATen/TensorIterator.h>
+#include <torch/library.h>
+
+#include "common/checks.h"
+#include "cpu/kernels/kernels.h"
+
+namespace npu_ext {
+namespace {
+
+void compute(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
+  if (dx.numel() == 0) return;
+  auto iter = at::TensorIteratorConfig().add_output(dx).add_const_input(x).add_const_input(dy).resize_outputs(false).build();
+  cpu::logit_grad_kernel(iter, eps);
+}
+
+at::Tensor logit_grad(const at::Tensor& x, const at::Tensor& dy, double eps) {
+  check_logit_grad(x, dy);
+  at::Tensor dx = at::empty(x.sizes(), x.options());
+  compute(x, dy, eps, dx);
+  return dx;
+}
+
+void logit_grad_out(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
+  check_logit_grad(x, dy);
+  check_out("logit_grad", "dx", dx, x.sizes(), x.scalar_type(), x);
+  compute(x, dy, eps, dx);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(npu_ext, CPU, m) {
+  m.impl("logit_grad", &logit_grad);
+  m.impl("logit_grad.out", &logit_grad_out);
+}
+
+}  // namespace npu_ext

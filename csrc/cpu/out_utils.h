@@ -1,0 +1,31 @@
+// Helpers shared by the CPU op files (not the kernels).
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
+
+#include <initializer_list>
+
+namespace npu_ext {
+namespace cpu {
+
+// Runs fn(dst) with a contiguous destination: `out` itself when it is contiguous and shares no memory with
+// the inputs, otherwise a fresh contiguous tensor that is copied into `out` afterwards. Lets the kernels
+// assume a dense output while `.out` accepts any strides and aliasing.
+template <typename Fn>
+void with_contiguous_out(const at::Tensor& out, std::initializer_list<at::Tensor> inputs, Fn&& fn) {
+  bool direct = out.is_contiguous();
+  for (const auto& in : inputs) {
+    if (in.defined() && at::get_overlap_status(out, in) != at::MemOverlapStatus::No) direct = false;
+  }
+  if (direct) {
+    fn(out);
+  } else {
+    at::Tensor tmp = at::empty(out.sizes(), out.options());
+    fn(tmp);
+    out.copy_(tmp);
+  }
+}
+
+}  // namespace cpu
+}  // namespace npu_ext

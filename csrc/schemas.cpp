@@ -1,0 +1,32 @@
+// Every npu_ext operator schema, in one place. Kernels register against these names per dispatch key in
+// csrc/cpu, csrc/meta and csrc/npu; the Python package adds autograd on top.
+//
+// Each op has a functional overload and an `.out` overload with keyword-only outputs that returns ().
+#include <torch/library.h>
+
+TORCH_LIBRARY(npu_ext, m) {
+  m.def("gelu_backward_v2(Tensor grad_output, Tensor self, str approximate=\"none\") -> Tensor");
+  m.def(
+      "gelu_backward_v2.out(Tensor grad_output, Tensor self, str approximate=\"none\", *, "
+      "Tensor(a!) grad_input) -> ()");
+
+  m.def("prelu_backward(Tensor grad_output, Tensor self, Tensor weight) -> (Tensor, Tensor)");
+  m.def(
+      "prelu_backward.out(Tensor grad_output, Tensor self, Tensor weight, *, Tensor(a!) grad_input, "
+      "Tensor(b!) grad_weight) -> ()");
+
+  m.def("grouped_bias_add_grad(Tensor grad_y, Tensor? group_idx=None, int group_idx_type=0) -> Tensor");
+  m.def(
+      "grouped_bias_add_grad.out(Tensor grad_y, Tensor? group_idx=None, int group_idx_type=0, *, "
+      "Tensor(a!) out) -> ()");
+
+  m.def(
+      "scaled_masked_softmax_backward(Tensor grad_output, Tensor y, Tensor mask, float scale=1.0, "
+      "bool fix_triu_mask=False) -> Tensor");
+  m.def(
+      "scaled_masked_softmax_backward.out(Tensor grad_output, Tensor y, Tensor mask, float scale=1.0, "
+      "bool fix_triu_mask=False, *, Tensor(a!) out) -> ()");
+
+  m.def("logit_grad(Tensor x, Tensor dy, float eps=-1.0) -> Tensor");
+  m.def("logit_grad.out(Tensor x, Tensor dy, float eps=-1.0, *, Tensor(a!) dx) -> ()");
+}

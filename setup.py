@@ -1,0 +1,84 @@
+"""Build of torch_ext._C: the npu_ext operators for CPU and Meta (and, with torch_npu, the NPU).
+
+Two kinds of C++ sources are compiled differently:
+  * registration, validation and op-level code (csrc/*.cpp, csrc/common, csrc/cpu/*.cpp, csrc/meta): once,
+    with no ISA flags, so nothing that runs at import time can contain an instruction the CPU lacks;
+  * math kernels (csrc/cpu/kernels/*.cpp): once per ISA variant, each with its own CPU_CAPABILITY macro and
+    -m flags, into its own object directory, then linked into the same module.
+"""
+
+import glob
+import os
+
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+CSRC = os.path.join(ROOT, "csrc")
+
+
+def _rel(paths):
+    return sorted(os.path.relpath(p, ROOT) for p in paths)
+
+
+MAIN_SOURCES = _rel(
+    glob.glob(os.path.join(CSRC, "*.cpp"))
+    + glob.glob(os.path.join(CSRC, "common", "*.cpp"))
+    + glob.glob(os.path.join(CSRC, "cpu", "*.cpp"))
+    + glob.glob(os.path.join(CSRC, "meta", "*.cpp"))
+)
+KERNEL_SOURCES = _rel(glob.glob(os.path.join(CSRC, "cpu", "kernels", "*.cpp")))
+HEADERS = _rel(glob.glob(os.path.join(CSRC, "**", "*.h"), recursive=True))
+
+# ISA variant name -> extra compiler flags for the kernel sources.
+ISA_VARIANTS = {
+    "DEFAULT": ["-DCPU_CAPABILITY=DEFAULT", "-DCPU_CAPABILITY_DEFAULT"],
+}
+
+CXX_FLAGS = ["-O3", "-std=c++17", "-fopenmp", "-Wall", "-Wno-unused-function"]
+LINK_FLAGS = ["-fopenmp"]
+
+
+class BuildWithIsaKernels(BuildExtension):
+    """BuildExtension that compiles the kernel sources once per ISA variant and links every variant."""
+
+    def build_extension(self, ext):
+        kernel_sources = getattr(ext, "isa_kernel_sources", [])
+        if kernel_sources:
+            base_flags = list(ext.extra_compile_args.get("cxx", []) if isinstance(ext.extra_compile_args, dict)
+                              else ext.extra_compile_args)
+            for isa, flags in ISA_VARIANTS.items():
+                objects = self.compiler.compile(
+                    kernel_sources,
+                    output_dir=os.path.join(self.build_temp, "isa", isa),
+                    include_dirs=ext.include_dirs,
+                    extra_postargs={"cxx": base_flags + flags} if self.use_ninja else base_flags + flags,
+                    depends=ext.depends,
+                )
+                ext.extra_objects = [o for o in ext.extra_objects if o not in objects] + objects
+        super().build_extension(ext)
+
+
+def _cpu_extension():
+    ext = CppExtension(
+        name="torch_ext._C",
+        sources=MAIN_SOURCES,
+        include_dirs=[CSRC],
+        depends=HEADERS,
+        extra_compile_args={"cxx": CXX_FLAGS},
+        extra_link_args=LINK_FLAGS,
+    )
+    ext.isa_kernel_sources = KERNEL_SOURCES
+    return ext
+
+
+setup(
+    name="torch_ext",
+    version="0.1.0",
+    description="Ascend aclnn backward operators as PyTorch custom ops (torch.ops.npu_ext), with fast CPU kernels",
+    packages=["torch_ext"],
+    ext_modules=[_cpu_extension()],
+    cmdclass={"build_ext": BuildWithIsaKernels},
+    python_requires=">=3.10",
+    install_requires=["torch>=2.13,<2.14"],
+)
