@@ -30,9 +30,17 @@ MAIN_SOURCES = _rel(
 KERNEL_SOURCES = _rel(glob.glob(os.path.join(CSRC, "cpu", "kernels", "*.cpp")))
 HEADERS = _rel(glob.glob(os.path.join(CSRC, "**", "*.h"), recursive=True))
 
-# ISA variant name -> extra compiler flags for the kernel sources.
+# ISA variant name -> extra compiler flags for the kernel sources (the flags ATen uses for its own variants).
+# DEFAULT must stay first: the linker keeps the first copy of any inline function the variants share, and
+# that copy must be the one without ISA flags. csrc/cpu/dispatch.cpp picks the variant at run time.
+# -ffp-contract=off: no implicit FMA contraction, so the rounding of every kernel expression is the one
+# written in the source, the same for full vectors and tails.
+KERNEL_FLAGS = ["-ffp-contract=off", "-Wno-unknown-pragmas"]
 ISA_VARIANTS = {
     "DEFAULT": ["-DCPU_CAPABILITY=DEFAULT", "-DCPU_CAPABILITY_DEFAULT"],
+    "AVX2": ["-DCPU_CAPABILITY=AVX2", "-DCPU_CAPABILITY_AVX2", "-mavx2", "-mfma", "-mf16c"],
+    "AVX512": ["-DCPU_CAPABILITY=AVX512", "-DCPU_CAPABILITY_AVX512", "-mavx512f", "-mavx512bw", "-mavx512vl",
+               "-mavx512dq", "-mfma", "-mf16c"],
 }
 
 CXX_FLAGS = ["-O3", "-std=c++17", "-fopenmp", "-Wall", "-Wno-unused-function"]
@@ -52,7 +60,8 @@ class BuildWithIsaKernels(BuildExtension):
                     kernel_sources,
                     output_dir=os.path.join(self.build_temp, "isa", isa),
                     include_dirs=ext.include_dirs,
-                    extra_postargs={"cxx": base_flags + flags} if self.use_ninja else base_flags + flags,
+                    extra_postargs={"cxx": base_flags + KERNEL_FLAGS + flags} if self.use_ninja
+                    else base_flags + KERNEL_FLAGS + flags,
                     depends=ext.depends,
                 )
                 ext.extra_objects = [o for o in ext.extra_objects if o not in objects] + objects

@@ -29,4 +29,7 @@ TORCH_LIBRARY(npu_ext, m) {
 
   m.def("logit_grad(Tensor x, Tensor dy, float eps=-1.0) -> Tensor");
   m.def("logit_grad.out(Tensor x, Tensor dy, float eps=-1.0, *, Tensor(a!) dx) -> ()");
+
+  // Which CPU kernel variant this process runs: "DEFAULT", "AVX2" or "AVX512" (csrc/cpu/dispatch.cpp).
+  m.def("_cpu_capability() -> str");
 }

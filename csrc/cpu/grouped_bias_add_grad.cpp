@@ -3,7 +3,7 @@
 #include <torch/library.h>
 
 #include "common/checks.h"
-#include "cpu/kernels/kernels.h"
+#include "cpu/dispatch.h"
 #include "cpu/out_utils.h"
 
 namespace npu_ext {

@@ -4,7 +4,7 @@
 #include <torch/library.h>
 
 #include "common/checks.h"
-#include "cpu/kernels/kernels.h"
+#include "cpu/dispatch.h"
 
 namespace npu_ext {
 namespace {

@@ -5,7 +5,7 @@
 #include <tuple>
 
 #include "common/checks.h"
-#include "cpu/kernels/kernels.h"
+#include "cpu/dispatch.h"
 #include "cpu/out_utils.h"
 
 namespace npu_ext {

@@ -1,19 +1,60 @@
+// grouped_bias_add_grad kernels (compiled once per ISA variant, see kernels.h).
 #include <ATen/Dispatch.h>
-#include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <vector>
 
 #include "cpu/kernels/kernels.h"
+#include "cpu/kernels/vec_utils.h"
 
 namespace npu_ext {
 namespace cpu {
+namespace CPU_CAPABILITY {
 namespace {
 
 // Target elements per task. Each group is cut into tasks of a fixed number of rows that depends only on
 // the shape; task partial sums are combined in task order, so results do not depend on the thread count.
+// Column h of every sum is accumulated row by row in row order by one lane (vector or scalar), so the
+// vector and scalar paths give identical bits.
 constexpr int64_t kBlock = 32768;
+
+// acc[0:H] += row[0:H] (contiguous row), in fp32/fp64.
+template <typename scalar_t>
+void add_row(at::opmath_type<scalar_t>* acc, const scalar_t* row, int64_t H) {
+  using P = Pack<scalar_t>;
+  using Vec = typename P::Vec;
+  constexpr int64_t K = P::kSize;
+  constexpr int64_t V = Vec::size();
+  int64_t h = 0;
+  for (; h + K <= H; h += K) {
+    const P p = P::load(row + h);
+    for (int k = 0; k < P::kVecs; ++k) (Vec::loadu(acc + h + k * V) + p.v[k]).store(acc + h + k * V);
+  }
+  for (; h < H; ++h) acc[h] += static_cast<at::opmath_type<scalar_t>>(row[h]);
+}
+
+template <typename acc_t>
+void add_acc(acc_t* acc, const acc_t* src, int64_t H) {
+  using Vec = Vectorized<acc_t>;
+  int64_t h = 0;
+  for (; h + Vec::size() <= H; h += Vec::size()) (Vec::loadu(acc + h) + Vec::loadu(src + h)).store(acc + h);
+  for (; h < H; ++h) acc[h] += src[h];
+}
+
+template <typename scalar_t>
+void store_rounded(scalar_t* out, const at::opmath_type<scalar_t>* acc, int64_t H) {
+  using P = Pack<scalar_t>;
+  using Vec = typename P::Vec;
+  constexpr int64_t K = P::kSize;
+  int64_t h = 0;
+  for (; h + K <= H; h += K) {
+    P p;
+    for (int k = 0; k < P::kVecs; ++k) p.v[k] = Vec::loadu(acc + h + k * Vec::size());
+    p.store(out + h);
+  }
+  for (; h < H; ++h) out[h] = static_cast<scalar_t>(acc[h]);
+}
 
 template <typename scalar_t>
 void grouped_bias_add_grad_impl(const scalar_t* base, const GroupedRows& L, scalar_t* out) {
@@ -30,6 +71,7 @@ void grouped_bias_add_grad_impl(const scalar_t* base, const GroupedRows& L, scal
 
   // Task t belongs to group j = upper_bound(first_task, t) - 1.
   at::parallel_for(0, ntasks, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<scalar_t> gathered(L.col_stride == 1 ? 0 : H);
     int64_t j = std::upper_bound(first_task.begin(), first_task.end(), t0) - first_task.begin() - 1;
     for (int64_t t = t0; t < t1; ++t) {
       while (t >= first_task[j + 1]) ++j;
@@ -38,19 +80,21 @@ void grouped_bias_add_grad_impl(const scalar_t* base, const GroupedRows& L, scal
       acc_t* acc = partial.data() + t * H;
       for (int64_t r = r0; r < r1; ++r) {
         const scalar_t* row = base + L.group_base[j] + r * L.row_stride;
-        for (int64_t h = 0; h < H; ++h) acc[h] += static_cast<acc_t>(row[h * L.col_stride]);
+        if (L.col_stride != 1) {
+          for (int64_t h = 0; h < H; ++h) gathered[h] = row[h * L.col_stride];
+          row = gathered.data();
+        }
+        add_row(acc, row, H);
       }
     }
   });
 
   at::parallel_for(0, G, 1, [&](int64_t j0, int64_t j1) {
+    std::vector<acc_t> sum(H);
     for (int64_t j = j0; j < j1; ++j) {
-      scalar_t* o = out + j * H;
-      for (int64_t h = 0; h < H; ++h) {
-        acc_t s = 0;
-        for (int64_t t = first_task[j]; t < first_task[j + 1]; ++t) s += partial[t * H + h];
-        o[h] = static_cast<scalar_t>(s);
-      }
+      std::fill(sum.begin(), sum.end(), acc_t(0));
+      for (int64_t t = first_task[j]; t < first_task[j + 1]; ++t) add_acc(sum.data(), partial.data() + t * H, H);
+      store_rounded(out + j * H, sum.data(), H);
     }
   });
 }
@@ -63,5 +107,6 @@ void grouped_bias_add_grad_kernel(const at::Tensor& grad_y, const GroupedRows& l
   });
 }
 
+}  // namespace CPU_CAPABILITY
 }  // namespace cpu
 }  // namespace npu_ext

@@ -1,10 +1,16 @@
-// The CPU math kernels. Each is called by its op in csrc/cpu/<op>.cpp after validation and output
-// allocation, and only ever sees valid, non-empty problems. Kernel sources are compiled per ISA variant
-// (see setup.py), so this header must stay free of registration code.
+// The CPU math kernels, declared once per ISA variant.
+//
+// Every csrc/cpu/kernels/*.cpp is compiled once per entry of setup.py's ISA_VARIANTS (DEFAULT, AVX2,
+// AVX512), each time with CPU_CAPABILITY set to the variant's name and the matching -m flags, and defines
+// its kernels in namespace npu_ext::cpu::<CPU_CAPABILITY>. Nothing outside those namespaces may be defined
+// in a kernel source (no registration, no globals with dynamic initialisers): code compiled with -mavx512f
+// must only ever run after csrc/cpu/dispatch.cpp (compiled without ISA flags) has checked the CPU.
+// The op files call the dispatching wrappers of csrc/cpu/dispatch.h, never these directly.
 //
 // Contract shared by every kernel: 16-bit inputs are computed in fp32 and rounded once to the output dtype;
 // reductions accumulate in fp32 (fp64 for fp64) over a partition of the problem that depends only on its
-// shape, never on the thread count, so results are bitwise identical for any number of threads.
+// shape, never on the thread count, and every element goes through the same vector code (partial vectors
+// for tails), so results are bitwise identical for any number of threads.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -18,17 +24,6 @@
 namespace npu_ext {
 namespace cpu {
 
-// iter: output grad_input, inputs (grad_output, self), all of one dtype.
-void gelu_backward_kernel(at::TensorIteratorBase& iter, GeluApproximate approximate);
-
-// iter: output dx, inputs (x, dy), all of one dtype.
-void logit_grad_kernel(at::TensorIteratorBase& iter, double eps);
-
-// g, x, grad_input: contiguous, viewed as (outer, channels, inner); w: contiguous, `channels` elements;
-// grad_weight: contiguous, `channels` elements. channels == 1 means one scalar weight for everything.
-void prelu_backward_kernel(const at::Tensor& g, const at::Tensor& x, const at::Tensor& w, const at::Tensor& grad_input,
-                           const at::Tensor& grad_weight, int64_t outer, int64_t channels, int64_t inner);
-
 // Row layout of grad_y for grouped_bias_add_grad: row i (0 <= i < rows[j]) of group j starts at element
 // offset group_base[j] + i * row_stride of grad_y's data pointer; element h is at + h * col_stride.
 struct GroupedRows {
@@ -39,13 +34,37 @@ struct GroupedRows {
   int64_t hidden;
 };
 
-// out: contiguous (G, hidden), written completely (empty groups get zero rows).
-void grouped_bias_add_grad_kernel(const at::Tensor& grad_y, const GroupedRows& layout, const at::Tensor& out);
+// The kernel signatures. Each kernel only ever sees valid, non-empty problems.
+//
+// gelu_backward_kernel  iter: output grad_input, inputs (grad_output, self), all of one dtype.
+// logit_grad_kernel     iter: output dx, inputs (x, dy), all of one dtype.
+// prelu_backward_kernel g, x, grad_input: contiguous, viewed as (outer, channels, inner); w: contiguous,
+//                       `channels` elements; grad_weight: contiguous, `channels` elements. channels == 1
+//                       means one scalar weight for everything.
+// grouped_bias_add_grad_kernel  out: contiguous (G, hidden), written completely (empty groups get zeros).
+// scaled_masked_softmax_backward_kernel  g, y: 4-D (B, N, S1, S2) of any strides; mask: bool, expanded to
+//                       g's shape (zero strides allowed), ignored when causal is true (masked where
+//                       column > row). out: contiguous, same shape and dtype as g.
+#define NPU_EXT_DECLARE_CPU_KERNELS                                                                          \
+  void gelu_backward_kernel(at::TensorIteratorBase& iter, GeluApproximate approximate);                      \
+  void logit_grad_kernel(at::TensorIteratorBase& iter, double eps);                                          \
+  void prelu_backward_kernel(const at::Tensor& g, const at::Tensor& x, const at::Tensor& w,                  \
+                             const at::Tensor& grad_input, const at::Tensor& grad_weight, int64_t outer,     \
+                             int64_t channels, int64_t inner);                                               \
+  void grouped_bias_add_grad_kernel(const at::Tensor& grad_y, const GroupedRows& layout,                     \
+                                    const at::Tensor& out);                                                  \
+  void scaled_masked_softmax_backward_kernel(const at::Tensor& g, const at::Tensor& y, const at::Tensor& mask, \
+                                             double scale, bool causal, const at::Tensor& out);
 
-// g, y: 4-D (B, N, S1, S2) of any strides; mask: bool, expanded to g's shape (zero strides allowed), ignored
-// when causal is true (masked where column > row). out: contiguous, same shape and dtype as g.
-void scaled_masked_softmax_backward_kernel(const at::Tensor& g, const at::Tensor& y, const at::Tensor& mask,
-                                           double scale, bool causal, const at::Tensor& out);
+namespace DEFAULT {
+NPU_EXT_DECLARE_CPU_KERNELS
+}
+namespace AVX2 {
+NPU_EXT_DECLARE_CPU_KERNELS
+}
+namespace AVX512 {
+NPU_EXT_DECLARE_CPU_KERNELS
+}
 
 }  // namespace cpu
 }  // namespace npu_ext

@@ -1,19 +1,52 @@
+// scaled_masked_softmax_backward kernels (compiled once per ISA variant, see kernels.h).
 #include <ATen/Dispatch.h>
-#include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "cpu/kernels/kernels.h"
+#include "cpu/kernels/vec_utils.h"
 
 namespace npu_ext {
 namespace cpu {
+namespace CPU_CAPABILITY {
 namespace {
+
+// A lane mask (all bits set where true) for Vec::blendv from `count` contiguous bools (count <= size()).
+template <typename Vec>
+Vec bool_mask(const bool* m, int64_t count) {
+  using T = typename Vec::value_type;
+  constexpr int64_t V = Vec::size();
+#if defined(CPU_CAPABILITY_AVX512)
+  if constexpr (std::is_same_v<T, float>) {
+    const __mmask16 valid = count >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << count) - 1u);
+    const __m128i bytes = _mm_maskz_loadu_epi8(valid, m);
+    const __mmask16 set = _mm_test_epi8_mask(bytes, bytes);
+    return _mm512_castsi512_ps(_mm512_movm_epi32(set));
+  }
+#elif defined(CPU_CAPABILITY_AVX2)
+  if constexpr (std::is_same_v<T, float>) {
+    int64_t bytes8 = 0;
+    std::memcpy(&bytes8, m, static_cast<size_t>(std::min<int64_t>(count, 8)));
+    const __m256i wide = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(bytes8));
+    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(wide, _mm256_setzero_si256()));
+  }
+#endif
+  T lanes[V];
+  for (int64_t k = 0; k < V; ++k) lanes[k] = (k < count && m[k]) ? T(1) : T(0);
+  return Vec::loadu(lanes) == Vec(T(1));
+}
 
 template <typename scalar_t>
 void scaled_masked_softmax_backward_impl(const at::Tensor& g, const at::Tensor& y, const at::Tensor& mask,
                                          double scale, bool causal, const at::Tensor& out) {
   using acc_t = at::opmath_type<scalar_t>;
+  using P = Pack<scalar_t>;
+  using Vec = typename P::Vec;
+  constexpr int64_t K = P::kSize;
+  constexpr int64_t V = Vec::size();
+  constexpr int kV = P::kVecs;
   const int64_t N = g.size(1), S1 = g.size(2), S2 = g.size(3);
   const int64_t rows = g.size(0) * N * S1;
   const auto gs = g.strides(), ys = y.strides();
@@ -23,24 +56,64 @@ void scaled_masked_softmax_backward_impl(const at::Tensor& g, const at::Tensor& 
   const scalar_t* yp = y.const_data_ptr<scalar_t>();
   const bool* mp = causal ? nullptr : mask.const_data_ptr<bool>();
   scalar_t* op = out.mutable_data_ptr<scalar_t>();
-  const acc_t sc = static_cast<acc_t>(scale);
+  const Vec sc(static_cast<acc_t>(scale));
+  const Vec zero(acc_t(0));
+  const Vec iota = Vec::arange(acc_t(0), acc_t(1));
 
-  // Rows are independent and each row is reduced sequentially: the result is thread-count independent.
+  // Rows are independent and each row is reduced in a fixed order: the result is thread-count independent.
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(S2, 1));
   at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+    // Rows whose last dimension is strided are gathered into contiguous buffers first.
+    std::vector<scalar_t> gbuf(gs[3] == 1 ? 0 : S2), ybuf(ys[3] == 1 ? 0 : S2);
+    std::vector<char> mbuf(causal || ms[3] == 1 ? 0 : S2);
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t i = r % S1, n = (r / S1) % N, b = r / (S1 * N);
       const scalar_t* gr = gp + b * gs[0] + n * gs[1] + i * gs[2];
       const scalar_t* yr = yp + b * ys[0] + n * ys[1] + i * ys[2];
       const bool* mr = causal ? nullptr : mp + b * ms[0] + n * ms[1] + i * ms[2];
+      if (gs[3] != 1) {
+        for (int64_t j = 0; j < S2; ++j) gbuf[j] = gr[j * gs[3]];
+        gr = gbuf.data();
+      }
+      if (ys[3] != 1) {
+        for (int64_t j = 0; j < S2; ++j) ybuf[j] = yr[j * ys[3]];
+        yr = ybuf.data();
+      }
+      if (!causal && ms[3] != 1) {
+        for (int64_t j = 0; j < S2; ++j) mbuf[j] = mr[j * ms[3]];
+        mr = reinterpret_cast<const bool*>(mbuf.data());
+      }
       scalar_t* o = op + r * S2;
-      acc_t s = 0;  // over the whole row, masked positions included
-      for (int64_t j = 0; j < S2; ++j)
-        s += static_cast<acc_t>(gr[j * gs[3]]) * static_cast<acc_t>(yr[j * ys[3]]);
-      for (int64_t j = 0; j < S2; ++j) {
-        const bool masked = causal ? j > i : mr[j * ms[3]];
-        const acc_t v = sc * (static_cast<acc_t>(gr[j * gs[3]]) - s) * static_cast<acc_t>(yr[j * ys[3]]);
-        o[j] = masked ? scalar_t(0) : static_cast<scalar_t>(v);
+
+      // s = sum(g * y) over the whole row, masked positions included.
+      Vec acc[kV];
+      for (int k = 0; k < kV; ++k) acc[k] = zero;
+      for (int64_t j = 0; j < S2; j += K) {
+        const int64_t cnt = std::min(K, S2 - j);
+        const P pg = P::load(gr + j, cnt), py = P::load(yr + j, cnt);
+        for (int k = 0; k < kV; ++k) acc[k] = acc[k] + pg.v[k] * py.v[k];
+      }
+      Vec total = acc[0];
+      for (int k = 1; k < kV; ++k) total = total + acc[k];
+      const Vec s(hsum(total));
+
+      // out = scale * (g - s) * y, then 0 where masked (a select: masked NaN/Inf become 0).
+      for (int64_t j = 0; j < S2; j += K) {
+        const int64_t cnt = std::min(K, S2 - j);
+        const P pg = P::load(gr + j, cnt), py = P::load(yr + j, cnt);
+        P res;
+        for (int k = 0; k < kV; ++k) {
+          const Vec v = sc * (pg.v[k] - s) * py.v[k];
+          const int64_t j0 = j + k * V;
+          Vec masked;
+          if (causal) {
+            masked = (iota + Vec(static_cast<acc_t>(j0))) > Vec(static_cast<acc_t>(i));
+          } else {
+            masked = bool_mask<Vec>(mr + std::min(j0, S2), std::max<int64_t>(0, std::min(V, S2 - j0)));
+          }
+          res.v[k] = Vec::blendv(v, zero, masked);
+        }
+        res.store(o + j, cnt);
       }
     }
   });
@@ -55,5 +128,6 @@ void scaled_masked_softmax_backward_kernel(const at::Tensor& g, const at::Tensor
   });
 }
 
+}  // namespace CPU_CAPABILITY
 }  // namespace cpu
 }  // namespace npu_ext
