@@ -16,7 +16,11 @@ template <typename Fn>
 void with_contiguous_out(const at::Tensor& out, std::initializer_list<at::Tensor> inputs, Fn&& fn) {
   bool direct = out.is_contiguous();
   for (const auto& in : inputs) {
-    if (in.defined() && at::get_overlap_status(out, in) != at::MemOverlapStatus::No) direct = false;
+    // Only tensors sharing out's storage can overlap it (get_overlap_status alone answers "too hard" for
+    // any input that is not dense, e.g. an expanded mask, which would force a needless copy).
+    if (in.defined() && in.is_alias_of(out) && at::get_overlap_status(out, in) != at::MemOverlapStatus::No) {
+      direct = false;
+    }
   }
   if (direct) {
     fn(out);

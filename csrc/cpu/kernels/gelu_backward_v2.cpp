@@ -30,7 +30,7 @@ Vectorized<T> gelu_erf_grad(const Vectorized<T>& g, const Vectorized<T>& x) {
   } else {
     const Vec z = (x * Vec(static_cast<T>(M_SQRT1_2))).abs();
     const Vec e = (Vec(T(-0.5)) * x * x).exp_u20();  // exp(-x^2/2) == exp(-z^2)
-    const Vec t = kOne / at::vec::fmadd(Vec(T(0.3275911)), z, kOne);
+    const Vec t = fast_reciprocal(at::vec::fmadd(Vec(T(0.3275911)), z, kOne));
     Vec p = at::vec::fmadd(Vec(T(1.061405429)), t, Vec(T(-1.453152027)));
     p = at::vec::fmadd(p, t, Vec(T(1.421413741)));
     p = at::vec::fmadd(p, t, Vec(T(-0.284496736)));
@@ -43,7 +43,7 @@ Vectorized<T> gelu_erf_grad(const Vectorized<T>& g, const Vectorized<T>& x) {
 
 // d/dx [0.5 x (1 + tanh(u))], u = sqrt(2/pi) (x + 0.044715 x^3).
 // fp32: with e = exp(2u) and d = 1/(1+e): 1 + tanh(u) = 2ed, 1 - tanh(u)^2 = 4ed^2, so
-// grad = e*d * (1 + 2 sqrt(2/pi) x d (1 + 3*0.044715 x^2)): one exponential and one division, no tanh, and
+// grad = e*d * (1 + 2 sqrt(2/pi) x d (1 + 3*0.044715 x^2)): one exponential and one reciprocal, no tanh, and
 // no cancellation for negative x. 2u is capped at 80 so that e and d stay finite and normal.
 // fp64: the textbook formula with Sleef's tanh.
 template <typename T>
@@ -63,7 +63,7 @@ Vectorized<T> gelu_tanh_grad(const Vectorized<T>& g, const Vectorized<T>& x) {
     return g * (left_derivative + right_derivative);
   } else {
     const Vec e = at::vec::minimum(Vec(T(2)) * inner, Vec(T(80))).exp_u20();
-    const Vec d = kOne / (kOne + e);
+    const Vec d = fast_reciprocal(kOne + e);
     const Vec poly = kOne + Vec(T(3) * static_cast<T>(0.044715)) * x_sq;
     return g * ((e * d) * (kOne + Vec(T(2)) * kBeta * x * d * poly));
   }

@@ -44,7 +44,7 @@ void scaled_masked_softmax_backward_impl(const at::Tensor& g, const at::Tensor& 
   using acc_t = at::opmath_type<scalar_t>;
   using P = Pack<scalar_t>;
   using Vec = typename P::Vec;
-  constexpr int64_t K = P::kSize;
+  constexpr int64_t K = P::kSize;  // elements per step of the reduction pass
   constexpr int64_t V = Vec::size();
   constexpr int kV = P::kVecs;
   const int64_t N = g.size(1), S1 = g.size(2), S2 = g.size(3);
@@ -59,6 +59,7 @@ void scaled_masked_softmax_backward_impl(const at::Tensor& g, const at::Tensor& 
   const Vec sc(static_cast<acc_t>(scale));
   const Vec zero(acc_t(0));
   const Vec iota = Vec::arange(acc_t(0), acc_t(1));
+  const bool nt = use_streaming_stores(3 * g.numel() * static_cast<int64_t>(sizeof(scalar_t)));
 
   // Rows are independent and each row is reduced in a fixed order: the result is thread-count independent.
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(S2, 1));
@@ -98,8 +99,7 @@ void scaled_masked_softmax_backward_impl(const at::Tensor& g, const at::Tensor& 
       const Vec s(hsum(total));
 
       // out = scale * (g - s) * y, then 0 where masked (a select: masked NaN/Inf become 0).
-      for (int64_t j = 0; j < S2; j += K) {
-        const int64_t cnt = std::min(K, S2 - j);
+      store_loop(o, S2, nt, [&](int64_t j, int64_t cnt) {
         const P pg = P::load(gr + j, cnt), py = P::load(yr + j, cnt);
         P res;
         for (int k = 0; k < kV; ++k) {
@@ -109,13 +109,14 @@ void scaled_masked_softmax_backward_impl(const at::Tensor& g, const at::Tensor& 
           if (causal) {
             masked = (iota + Vec(static_cast<acc_t>(j0))) > Vec(static_cast<acc_t>(i));
           } else {
-            masked = bool_mask<Vec>(mr + std::min(j0, S2), std::max<int64_t>(0, std::min(V, S2 - j0)));
+            masked = bool_mask<Vec>(mr + std::min(j0, S2), std::max<int64_t>(0, std::min(V, j + cnt - j0)));
           }
           res.v[k] = Vec::blendv(v, zero, masked);
         }
-        res.store(o + j, cnt);
-      }
+        return res;
+      });
     }
+    if (nt) nt_fence();
   });
 }
 

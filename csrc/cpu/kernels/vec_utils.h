@@ -18,6 +18,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include <unistd.h>
+
 #if defined(CPU_CAPABILITY_AVX2) || defined(CPU_CAPABILITY_AVX512)
 #include <immintrin.h>
 #endif
@@ -57,6 +59,41 @@ struct Pack {
   }
 
   void store(scalar_t* p, int64_t count = kSize) const {
+    const Vectorized<scalar_t> raw = narrow();
+    if (count == kSize) {
+      raw.store(p);
+    } else {
+      raw.store(p, count);
+    }
+  }
+
+  // A full vector with a non-temporal (streaming) store; p must be aligned to sizeof(Vectorized<scalar_t>).
+  // Callers fence with nt_fence() before their results may be read by another thread.
+  void stream(scalar_t* p) const {
+    const Vectorized<scalar_t> raw = narrow();
+#if defined(CPU_CAPABILITY_AVX512)
+    if constexpr (std::is_same_v<scalar_t, float>) {
+      _mm512_stream_ps(p, raw);
+    } else if constexpr (std::is_same_v<scalar_t, double>) {
+      _mm512_stream_pd(p, raw);
+    } else {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(p), raw);
+    }
+#elif defined(CPU_CAPABILITY_AVX2)
+    if constexpr (std::is_same_v<scalar_t, float>) {
+      _mm256_stream_ps(p, raw);
+    } else if constexpr (std::is_same_v<scalar_t, double>) {
+      _mm256_stream_pd(p, raw);
+    } else {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(p), raw);
+    }
+#else
+    raw.store(p);
+#endif
+  }
+
+ private:
+  Vectorized<scalar_t> narrow() const {
     Vectorized<scalar_t> raw;
     if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
       raw = at::vec::convert_float_bfloat16(v[0], v[1]);
@@ -65,13 +102,70 @@ struct Pack {
     } else {
       raw = v[0];
     }
-    if (count == kSize) {
-      raw.store(p);
-    } else {
-      raw.store(p, count);
-    }
+    return raw;
   }
 };
+
+// Non-temporal stores pay off only for outputs that would not stay in cache anyway: they skip the read for
+// ownership of every output line and leave the cache to the inputs. Used when a kernel touches more bytes
+// than the last-level cache holds. (Variants without streaming stores just store.)
+inline bool use_streaming_stores(int64_t bytes_touched) {
+#if defined(CPU_CAPABILITY_AVX2) || defined(CPU_CAPABILITY_AVX512)
+  static const int64_t llc = [] {
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return l3 > 0 ? static_cast<int64_t>(l3) : int64_t(32) << 20;
+  }();
+  return bytes_touched > llc;
+#else
+  (void)bytes_touched;
+  return false;
+#endif
+}
+
+inline void nt_fence() {
+#if defined(CPU_CAPABILITY_AVX2) || defined(CPU_CAPABILITY_AVX512)
+  _mm_sfence();
+#endif
+}
+
+// Runs out[j : j + count] = body(j, count) over [0, n) in vector-sized slices. With `nt`, full vectors at
+// aligned addresses are streamed (the first slice is shortened to reach alignment); the values computed for
+// an element never depend on the slicing, as body is elementwise. The caller fences (nt_fence) when nt.
+template <typename scalar_t, typename Body>
+inline void store_loop(scalar_t* out, int64_t n, bool nt, const Body& body) {
+  constexpr int64_t K = Pack<scalar_t>::kSize;
+  int64_t j = 0;
+  if (nt) {
+    constexpr int64_t kAlign = sizeof(Vectorized<scalar_t>);
+    const int64_t mis = static_cast<int64_t>(reinterpret_cast<uintptr_t>(out) % kAlign);
+    if (mis % static_cast<int64_t>(sizeof(scalar_t)) == 0) {
+      const int64_t head = mis == 0 ? 0 : std::min(n, (kAlign - mis) / static_cast<int64_t>(sizeof(scalar_t)));
+      if (head > 0) body(0, head).store(out, head);
+      j = head;
+      for (; j + K <= n; j += K) body(j, K).stream(out + j);
+    }
+  }
+  for (; j + K <= n; j += K) body(j, K).store(out + j);
+  if (j < n) body(j, n - j).store(out + j, n - j);
+}
+
+// 1 / x in float: the hardware estimate refined by one Newton step (about 1 ulp; x finite and nonzero, or
+// inf/nan giving nan), instead of a full-precision division. Other types and variants divide.
+template <typename T>
+inline Vectorized<T> fast_reciprocal(const Vectorized<T>& x) {
+#if defined(CPU_CAPABILITY_AVX512)
+  if constexpr (std::is_same_v<T, float>) {
+    const __m512 r = _mm512_rcp14_ps(x);
+    return _mm512_mul_ps(r, _mm512_fnmadd_ps(x, r, _mm512_set1_ps(2.0f)));
+  }
+#elif defined(CPU_CAPABILITY_AVX2)
+  if constexpr (std::is_same_v<T, float>) {
+    const __m256 r = _mm256_rcp_ps(x);
+    return _mm256_mul_ps(r, _mm256_fnmadd_ps(x, r, _mm256_set1_ps(2.0f)));
+  }
+#endif
+  return Vectorized<T>(T(1)) / x;
+}
 
 // Sum of the lanes in a fixed order (a pairwise tree over the lane array).
 template <typename T>
@@ -93,12 +187,13 @@ void binary_vec_kernel(at::TensorIteratorBase& iter, const Op& op) {
   using P = Pack<scalar_t>;
   constexpr int64_t K = P::kSize;
   constexpr int64_t S = sizeof(scalar_t);
-  auto apply = [&op](const scalar_t* a, const scalar_t* b, scalar_t* out, int64_t count) {
+  auto compute = [&op](const scalar_t* a, const scalar_t* b, int64_t count) {
     const P pa = P::load(a, count), pb = P::load(b, count);
     P r;
     for (int k = 0; k < P::kVecs; ++k) r.v[k] = op(pa.v[k], pb.v[k]);
-    r.store(out, count);
+    return r;
   };
+  const bool nt = use_streaming_stores(iter.numel() * 3 * S);
   iter.for_each([&](char** data, const int64_t* strides, int64_t n0, int64_t n1) {
     for (int64_t i = 0; i < n1; ++i) {
       char* out = data[0] + i * strides[3];
@@ -108,9 +203,7 @@ void binary_vec_kernel(at::TensorIteratorBase& iter, const Op& op) {
         auto* o = reinterpret_cast<scalar_t*>(out);
         auto* pa = reinterpret_cast<const scalar_t*>(a);
         auto* pb = reinterpret_cast<const scalar_t*>(b);
-        int64_t j = 0;
-        for (; j + K <= n0; j += K) apply(pa + j, pb + j, o + j, K);
-        if (j < n0) apply(pa + j, pb + j, o + j, n0 - j);
+        store_loop(o, n0, nt, [&](int64_t j, int64_t count) { return compute(pa + j, pb + j, count); });
       } else {
         scalar_t ba[K], bb[K], bo[K];
         for (int64_t j = 0; j < n0; j += K) {
@@ -119,11 +212,12 @@ void binary_vec_kernel(at::TensorIteratorBase& iter, const Op& op) {
             std::memcpy(&ba[k], a + (j + k) * strides[1], S);
             std::memcpy(&bb[k], b + (j + k) * strides[2], S);
           }
-          apply(ba, bb, bo, cnt);
+          compute(ba, bb, cnt).store(bo, cnt);
           for (int64_t k = 0; k < cnt; ++k) std::memcpy(out + (j + k) * strides[0], &bo[k], S);
         }
       }
     }
+    if (nt) nt_fence();
   });
 }
 
