@@ -19,24 +19,27 @@ namespace {
 // everywhere (it is far smaller where the gradient is not tiny); Phi(|x|) = 1 - Phi(-|x|).
 // fp64 (gradcheck only): the exact formula with Sleef's erf/exp.
 template <typename T>
-Vectorized<T> gelu_erf_grad(const Vectorized<T>& g, const Vectorized<T>& x) {
+C10_ALWAYS_INLINE Vectorized<T> gelu_erf_grad(const Vectorized<T>& g, const Vectorized<T>& x) {
   using Vec = Vectorized<T>;
   const Vec kInvSqrt2Pi(static_cast<T>(M_2_SQRTPI * M_SQRT1_2 * 0.5));
-  const Vec kHalf(T(0.5)), kOne(T(1));
+  const Vec kOne(T(1));
   if constexpr (std::is_same_v<T, double>) {
-    const Vec cdf = kHalf * (kOne + (x * Vec(M_SQRT1_2)).erf());
+    const Vec cdf = Vec(0.5) * (kOne + (x * Vec(M_SQRT1_2)).erf());
     const Vec pdf = kInvSqrt2Pi * (Vec(-0.5) * x * x).exp();
     return g * (cdf + x * pdf);
   } else {
-    const Vec z = (x * Vec(static_cast<T>(M_SQRT1_2))).abs();
-    const Vec e = (Vec(T(-0.5)) * x * x).exp_u20();  // exp(-x^2/2) == exp(-z^2)
-    const Vec t = fast_reciprocal(at::vec::fmadd(Vec(T(0.3275911)), z, kOne));
-    Vec p = at::vec::fmadd(Vec(T(1.061405429)), t, Vec(T(-1.453152027)));
-    p = at::vec::fmadd(p, t, Vec(T(1.421413741)));
-    p = at::vec::fmadd(p, t, Vec(T(-0.284496736)));
-    p = at::vec::fmadd(p, t, Vec(T(0.254829592)));
-    const Vec q = kHalf * t * p * e;  // Phi(-|x|)
-    const Vec cdf = Vec::blendv(kOne - q, q, x < Vec(T(0)));
+    constexpr double kLog2e = 1.4426950408889634;
+    // e = exp(-x^2/2) == exp(-z^2), z = |x|/sqrt2; the exponent is clamped (NaN passes) so that x^2 = inf
+    // gives 0 rather than NaN.
+    const Vec e = fast_exp2(at::vec::clamp_min(Vec(T(-0.5 * kLog2e)) * (x * x), Vec(T(-200))));
+    const Vec t = fast_reciprocal(at::vec::fmadd(Vec(T(0.3275911 * M_SQRT1_2)), x.abs(), kOne));  // 1/(1+pz)
+    // The A&S coefficients halved (exactly), so that q = Phi(-|x|) = erfc(z) / 2 needs no extra product.
+    Vec p = at::vec::fmadd(Vec(T(0.5 * 1.061405429)), t, Vec(T(0.5 * -1.453152027)));
+    p = at::vec::fmadd(p, t, Vec(T(0.5 * 1.421413741)));
+    p = at::vec::fmadd(p, t, Vec(T(0.5 * -0.284496736)));
+    p = at::vec::fmadd(p, t, Vec(T(0.5 * 0.254829592)));
+    const Vec q = t * p * e;
+    const Vec cdf = select_negative(x, q, kOne - q);
     return g * (cdf + x * kInvSqrt2Pi * e);
   }
 }
@@ -44,16 +47,19 @@ Vectorized<T> gelu_erf_grad(const Vectorized<T>& g, const Vectorized<T>& x) {
 // d/dx [0.5 x (1 + tanh(u))], u = sqrt(2/pi) (x + 0.044715 x^3).
 // fp32: with e = exp(2u) and d = 1/(1+e): 1 + tanh(u) = 2ed, 1 - tanh(u)^2 = 4ed^2, so
 // grad = e*d * (1 + 2 sqrt(2/pi) x d (1 + 3*0.044715 x^2)): one exponential and one reciprocal, no tanh, and
-// no cancellation for negative x. 2u is capped at 80 so that e and d stay finite and normal.
+// no cancellation for negative x.
 // fp64: the textbook formula with Sleef's tanh.
 template <typename T>
-Vectorized<T> gelu_tanh_grad(const Vectorized<T>& g, const Vectorized<T>& x) {
+C10_ALWAYS_INLINE Vectorized<T> gelu_tanh_grad(const Vectorized<T>& g, const Vectorized<T>& x) {
   using Vec = Vectorized<T>;
   const Vec kBeta(static_cast<T>(M_SQRT2 * M_2_SQRTPI * 0.5));  // sqrt(2/pi)
   const Vec kKappa(static_cast<T>(0.044715));
   const Vec kOne(T(1));
-  const Vec x_sq = x * x;
-  const Vec inner = kBeta * (x + kKappa * x_sq * x);
+  // fp32: for |x| >= 10 the gradient is 1 (x > 0) or below 1e-35 in magnitude (x < 0) to fp32 precision,
+  // so x is clamped to [-10, 10] (NaN passes): exp(2u) then stays within [2^-126, 2^126].
+  const Vec xc = std::is_same_v<T, double> ? x : at::vec::clamp(x, Vec(T(-10)), Vec(T(10)));
+  const Vec x_sq = xc * xc;
+  const Vec inner = kBeta * (xc + kKappa * x_sq * xc);
   if constexpr (std::is_same_v<T, double>) {
     const Vec t = inner.tanh();
     const Vec left = Vec(0.5) * x;
@@ -62,10 +68,10 @@ Vectorized<T> gelu_tanh_grad(const Vectorized<T>& g, const Vectorized<T>& x) {
     const Vec right_derivative = left * (kOne - t * t) * kBeta * (kOne + Vec(3.0) * kKappa * x_sq);
     return g * (left_derivative + right_derivative);
   } else {
-    const Vec e = at::vec::minimum(Vec(T(2)) * inner, Vec(T(80))).exp_u20();
+    const Vec e = fast_exp2(Vec(T(2 * 1.4426950408889634)) * inner);  // exp(2u)
     const Vec d = fast_reciprocal(kOne + e);
     const Vec poly = kOne + Vec(T(3) * static_cast<T>(0.044715)) * x_sq;
-    return g * ((e * d) * (kOne + Vec(T(2)) * kBeta * x * d * poly));
+    return g * ((e * d) * (kOne + Vec(T(2)) * kBeta * xc * d * poly));
   }
 }
 

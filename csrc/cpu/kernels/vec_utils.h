@@ -12,6 +12,7 @@
 #include <ATen/TensorIterator.h>
 #include <ATen/cpu/vec/vec.h>
 #include <c10/util/BFloat16.h>
+#include <c10/macros/Macros.h>
 #include <c10/util/Half.h>
 
 #include <cstdint>
@@ -45,7 +46,7 @@ struct Pack {
 
   Vec v[kVecs];
 
-  static Pack load(const scalar_t* p, int64_t count = kSize) {
+  static C10_ALWAYS_INLINE Pack load(const scalar_t* p, int64_t count = kSize) {
     const auto raw = count == kSize ? Vectorized<scalar_t>::loadu(p) : Vectorized<scalar_t>::loadu(p, count);
     Pack r;
     if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
@@ -58,7 +59,7 @@ struct Pack {
     return r;
   }
 
-  void store(scalar_t* p, int64_t count = kSize) const {
+  C10_ALWAYS_INLINE void store(scalar_t* p, int64_t count = kSize) const {
     const Vectorized<scalar_t> raw = narrow();
     if (count == kSize) {
       raw.store(p);
@@ -69,7 +70,7 @@ struct Pack {
 
   // A full vector with a non-temporal (streaming) store; p must be aligned to sizeof(Vectorized<scalar_t>).
   // Callers fence with nt_fence() before their results may be read by another thread.
-  void stream(scalar_t* p) const {
+  C10_ALWAYS_INLINE void stream(scalar_t* p) const {
     const Vectorized<scalar_t> raw = narrow();
 #if defined(CPU_CAPABILITY_AVX512)
     if constexpr (std::is_same_v<scalar_t, float>) {
@@ -93,7 +94,7 @@ struct Pack {
   }
 
  private:
-  Vectorized<scalar_t> narrow() const {
+  C10_ALWAYS_INLINE Vectorized<scalar_t> narrow() const {
     Vectorized<scalar_t> raw;
     if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
       raw = at::vec::convert_float_bfloat16(v[0], v[1]);
@@ -132,7 +133,7 @@ inline void nt_fence() {
 // aligned addresses are streamed (the first slice is shortened to reach alignment); the values computed for
 // an element never depend on the slicing, as body is elementwise. The caller fences (nt_fence) when nt.
 template <typename scalar_t, typename Body>
-inline void store_loop(scalar_t* out, int64_t n, bool nt, const Body& body) {
+C10_ALWAYS_INLINE void store_loop(scalar_t* out, int64_t n, bool nt, const Body& body) {
   constexpr int64_t K = Pack<scalar_t>::kSize;
   int64_t j = 0;
   if (nt) {
@@ -149,10 +150,41 @@ inline void store_loop(scalar_t* out, int64_t n, bool nt, const Body& body) {
   if (j < n) body(j, n - j).store(out + j, n - j);
 }
 
+// 2^w in float: w = n + f with n = round(w), |f| <= 1/2 (exact), 2^f by its degree-6 Taylor polynomial
+// (relative error below 2e-7), 2^n applied exactly with vscalefps on AVX-512 (underflow to 0 and overflow to
+// inf included; w = NaN or -inf gives NaN); the other variants use ATen's exp2.
+C10_ALWAYS_INLINE Vectorized<float> fast_exp2(const Vectorized<float>& w) {
+#if defined(CPU_CAPABILITY_AVX512)
+  const __m512 n = _mm512_roundscale_ps(w, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(w, n);
+  // (ln 2)^k / k!
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.54035304e-4f), f, _mm512_set1_ps(1.33335581e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.61812911e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.55041087e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.40226507e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.93147181e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+#else
+  return w.exp2();
+#endif
+}
+
+// cond ? a : b with cond = (x < 0), lane-wise (NaN x: b).
+template <typename T>
+C10_ALWAYS_INLINE Vectorized<T> select_negative(const Vectorized<T>& x, const Vectorized<T>& a, const Vectorized<T>& b) {
+#if defined(CPU_CAPABILITY_AVX512)
+  if constexpr (std::is_same_v<T, float>) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), b, a);
+  }
+#endif
+  return Vectorized<T>::blendv(b, a, x < Vectorized<T>(T(0)));
+}
+
 // 1 / x in float: the hardware estimate refined by one Newton step (about 1 ulp; x finite and nonzero, or
 // inf/nan giving nan), instead of a full-precision division. Other types and variants divide.
 template <typename T>
-inline Vectorized<T> fast_reciprocal(const Vectorized<T>& x) {
+C10_ALWAYS_INLINE Vectorized<T> fast_reciprocal(const Vectorized<T>& x) {
 #if defined(CPU_CAPABILITY_AVX512)
   if constexpr (std::is_same_v<T, float>) {
     const __m512 r = _mm512_rcp14_ps(x);
