@@ -20,10 +20,10 @@ namespace {
 //    and the task partial sums are combined in task order.
 // Column h of a sum is accumulated row by row, in row order, by one lane (vector or scalar), so vector and
 // scalar paths give identical bits and the result does not depend on the number of threads.
-constexpr int64_t kCols = 512;         // columns per column task (a multiple of every vector width)
+constexpr int64_t kCols = 1024;        // columns per column task (a multiple of every vector width)
 constexpr int64_t kMinColTasks = 16;   // use column tasks when there are at least this many
 constexpr int64_t kBlock = 32768;      // target elements per row task
-constexpr int kRowsAtOnce = 4;         // rows added per pass over the accumulator
+constexpr int kRowsAtOnce = 8;         // rows added per pass over the accumulator
 
 // acc[0:w] += rows[0][0:w]; acc += rows[1]; ... (nr <= kRowsAtOnce contiguous rows, in order), in fp32/fp64.
 template <typename scalar_t>
