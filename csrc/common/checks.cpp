@@ -19,6 +19,12 @@ std::string shape_str(at::IntArrayRef s) {
   return os.str();
 }
 
+std::string shape_str(c10::SymIntArrayRef s) {
+  std::ostringstream os;
+  os << s;
+  return os.str();
+}
+
 const char* float_dtypes_for(const at::Tensor& t) {
   return t.device().is_privateuseone() ? "torch.float16, torch.bfloat16 or torch.float32"
                                        : "torch.float16, torch.bfloat16, torch.float32 or torch.float64";
@@ -48,7 +54,7 @@ void check_max_rank(const char* op, const char* name, const at::Tensor& t, int64
 
 void check_rank(const char* op, const char* name, const at::Tensor& t, int64_t rank) {
   NPU_EXT_CHECK(t.dim() == rank, op, name, " must be ", rank, "-D, but got a ", t.dim(), "-D tensor of shape ",
-                shape_str(t.sizes()));
+                shape_str(t.sym_sizes()));
 }
 
 // NumPy broadcasting of two shapes; false when they do not broadcast.
@@ -157,7 +163,11 @@ GroupedBiasAddGradMeta check_grouped_bias_add_grad(const at::Tensor& grad_y,
 }
 
 std::vector<int64_t> group_offsets(const at::Tensor& group_idx_cpu, int64_t group_idx_type, int64_t rows) {
-  constexpr const char* op = "grouped_bias_add_grad";
+  return group_offsets("grouped_bias_add_grad", "grad_y", group_idx_cpu, group_idx_type, rows);
+}
+
+std::vector<int64_t> group_offsets(const char* op, const char* rows_name, const at::Tensor& group_idx_cpu,
+                                   int64_t group_idx_type, int64_t rows) {
   TORCH_INTERNAL_ASSERT(group_idx_cpu.device().is_cpu() && group_idx_cpu.dim() == 1);
   const at::Tensor idx = group_idx_cpu.to(at::kLong).contiguous();
   const int64_t* v = idx.const_data_ptr<int64_t>();
@@ -168,20 +178,20 @@ std::vector<int64_t> group_offsets(const at::Tensor& group_idx_cpu, int64_t grou
     if (group_idx_type == 0) {
       NPU_EXT_CHECK(v[j] >= offsets[j], op, "group_idx must be non-decreasing (cumulative end offsets), but group_idx[",
                     j, "] = ", v[j], " < group_idx[", j - 1, "] = ", offsets[j]);
-      NPU_EXT_CHECK(v[j] <= rows, op, "group_idx[", j, "] = ", v[j], " exceeds the number of rows of grad_y (", rows,
+      NPU_EXT_CHECK(v[j] <= rows, op, "group_idx[", j, "] = ", v[j], " exceeds the number of rows of ", rows_name, " (", rows,
                     ")");
       offsets[j + 1] = v[j];
     } else {
-      NPU_EXT_CHECK(v[j] <= rows - offsets[j], op, "group_idx counts must sum to the number of rows of grad_y (",
+      NPU_EXT_CHECK(v[j] <= rows - offsets[j], op, "group_idx counts must sum to the number of rows of ", rows_name, " (",
                     rows, "), but the first ", j + 1, " counts already sum to ", offsets[j] + v[j]);
       offsets[j + 1] = offsets[j] + v[j];
     }
   }
   if (group_idx_type == 0) {
-    NPU_EXT_CHECK(offsets[g] == rows, op, "the last entry of group_idx must equal the number of rows of grad_y (",
+    NPU_EXT_CHECK(offsets[g] == rows, op, "the last entry of group_idx must equal the number of rows of ", rows_name, " (",
                   rows, "), but got ", g == 0 ? std::string("an empty group_idx") : std::to_string(offsets[g]));
   } else {
-    NPU_EXT_CHECK(offsets[g] == rows, op, "group_idx counts must sum to the number of rows of grad_y (", rows,
+    NPU_EXT_CHECK(offsets[g] == rows, op, "group_idx counts must sum to the number of rows of ", rows_name, " (", rows,
                   "), but they sum to ", offsets[g]);
   }
   return offsets;
@@ -220,6 +230,91 @@ void check_logit_grad(const at::Tensor& x, const at::Tensor& dy) {
   check_max_rank(op, "x", x, kMaxRank);
   NPU_EXT_CHECK(dy.sizes() == x.sizes(), op, "dy must have the shape of x ", shape_str(x.sizes()), ", but got ",
                 shape_str(dy.sizes()));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Forward ops. Sizes are read through sym_sizes()/sym_size() so that the Meta kernels run on fake tensors
+// with symbolic shapes; for real tensors this is the same as sizes().
+GeluApproximate check_gelu(const at::Tensor& self, c10::string_view approximate) {
+  constexpr const char* op = "gelu";
+  GeluApproximate a = GeluApproximate::None;
+  if (approximate == "tanh") {
+    a = GeluApproximate::Tanh;
+  } else {
+    NPU_EXT_CHECK(approximate == "none", op, "approximate must be \"none\" or \"tanh\", but got \"", approximate,
+                  "\"");
+  }
+  check_float(op, "self", self);
+  return a;
+}
+
+void check_prelu(const at::Tensor& self, const at::Tensor& weight) {
+  constexpr const char* op = "prelu";
+  check_same_device(op, "weight", weight, "self", self);
+  check_float(op, "self", self);
+  check_same_dtype(op, "weight", weight, "self", self);
+  check_max_rank(op, "self", self, kMaxRank);
+  check_max_rank(op, "weight", weight, kMaxRank);
+  const c10::SymInt channels = self.dim() > 1 ? self.sym_size(1) : c10::SymInt(1);
+  const c10::SymInt nw = weight.sym_numel();
+  NPU_EXT_CHECK(nw == 1 || nw == channels, op, "weight must have 1 or ", channels,
+                " elements (the channel dimension 1 of self), but got ", nw);
+}
+
+void check_logit(const at::Tensor& self) {
+  constexpr const char* op = "logit";
+  check_float(op, "self", self);
+  check_max_rank(op, "self", self, kMaxRank);
+}
+
+void check_scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, bool fix_triu_mask) {
+  constexpr const char* op = "scaled_masked_softmax";
+  check_float(op, "x", x);
+  check_rank(op, "x", x, 4);
+  NPU_EXT_CHECK(x.sym_size(3) <= kMaxSoftmaxLastDim, op, "the last dimension of x must be at most ",
+                kMaxSoftmaxLastDim, ", but got ", x.sym_size(3));
+  if (fix_triu_mask) return;  // the causal mask is generated; the mask argument is ignored
+  check_same_device(op, "mask", mask, "x", x);
+  NPU_EXT_CHECK(mask.scalar_type() == at::kBool, op, "mask must have dtype torch.bool, but got ",
+                dtype_name(mask.scalar_type()));
+  check_rank(op, "mask", mask, 4);
+  bool ok = mask.sym_size(2) == x.sym_size(2) && mask.sym_size(3) == x.sym_size(3);
+  for (int d = 0; d < 2; ++d) ok = ok && (mask.sym_size(d) == x.sym_size(d) || mask.sym_size(d) == 1);
+  NPU_EXT_CHECK(ok, op, "mask of shape ", shape_str(mask.sym_sizes()), " must match x ", shape_str(x.sym_sizes()),
+                " in its last two dimensions and be equal or 1 in its first two");
+}
+
+void check_grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
+                            int64_t group_idx_type) {
+  constexpr const char* op = "grouped_bias_add";
+  NPU_EXT_CHECK(group_idx_type == 0 || group_idx_type == 1, op,
+                "group_idx_type must be 0 (cumulative end offsets) or 1 (per-group counts), but got ",
+                group_idx_type);
+  check_same_device(op, "bias", bias, "x", x);
+  check_float(op, "x", x);
+  check_same_dtype(op, "bias", bias, "x", x);
+  if (group_idx.has_value()) {
+    const at::Tensor& gi = *group_idx;
+    check_same_device(op, "group_idx", gi, "x", x);
+    NPU_EXT_CHECK(gi.scalar_type() == at::kInt || gi.scalar_type() == at::kLong, op,
+                  "group_idx must have dtype torch.int32 or torch.int64, but got ", dtype_name(gi.scalar_type()));
+    check_rank(op, "group_idx", gi, 1);
+    NPU_EXT_CHECK(gi.sym_size(0) <= kMaxGroups, op, "group_idx may hold at most ", kMaxGroups, " groups, but got ",
+                  gi.sym_size(0));
+    NPU_EXT_CHECK(x.dim() == 2, op, "x must be 2-D (N, H) when group_idx is given, but got a ", x.dim(),
+                  "-D tensor of shape ", shape_str(x.sym_sizes()));
+    NPU_EXT_CHECK(bias.dim() == 2 && bias.sym_size(0) == gi.sym_size(0) && bias.sym_size(1) == x.sym_size(1), op,
+                  "bias must have shape (G, H) = [", gi.sym_size(0), ", ", x.sym_size(1),
+                  "] (G = group_idx.numel(), H = x.size(1)), but got ", shape_str(bias.sym_sizes()));
+  } else {
+    NPU_EXT_CHECK(x.dim() == 3, op, "x must be 3-D (G, C, H) when group_idx is None, but got a ", x.dim(),
+                  "-D tensor of shape ", shape_str(x.sym_sizes()));
+    const bool ok2 = bias.dim() == 2 && bias.sym_size(0) == x.sym_size(0) && bias.sym_size(1) == x.sym_size(2);
+    const bool ok3 = bias.dim() == 3 && bias.sym_size(0) == x.sym_size(0) && bias.sym_size(1) == 1 &&
+                     bias.sym_size(2) == x.sym_size(2);
+    NPU_EXT_CHECK(ok2 || ok3, op, "bias must have shape (G, H) = [", x.sym_size(0), ", ", x.sym_size(2),
+                  "] or (G, 1, H) when group_idx is None, but got ", shape_str(bias.sym_sizes()));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -49,3 +49,22 @@ void scaled_masked_softmax_backward_kernel(const at::Tensor& g, const at::Tensor
 
 }  // namespace cpu
 }  // namespace npu_ext
+
+// ---------------------------------------------------------------------------------------------------------
+// Forward kernels (used by the autograd wrappers).
+namespace npu_ext {
+namespace cpu {
+
+// x: 4-D (B, N, S1, S2) of any strides; mask: bool, expanded to x's shape (zero strides allowed), ignored when
+// causal is true (masked where column > row). out: contiguous, x's shape and dtype.
+// out = softmax((x * scale).masked_fill(mask, -10000), -1), computed in fp32 (fp64 for fp64) per row.
+void scaled_masked_softmax_kernel(const at::Tensor& x, const at::Tensor& mask, double scale, bool causal,
+                                  const at::Tensor& out);
+
+// x rows described by `layout` (see GroupedRows); bias row j at bias.data + j * bias_row_stride, element h at
+// + h * bias_col_stride. out: contiguous, the rows of every group in group order: out = x row + bias[group].
+void grouped_bias_add_kernel(const at::Tensor& x, const GroupedRows& layout, const at::Tensor& bias,
+                             int64_t bias_row_stride, int64_t bias_col_stride, const at::Tensor& out);
+
+}  // namespace cpu
+}  // namespace npu_ext
