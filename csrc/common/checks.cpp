@@ -125,7 +125,7 @@ PreluBackwardMeta check_prelu_backward(const at::Tensor& grad_output, const at::
                 " must broadcast to the shape of self ", shape_str(self.sizes()));
   PreluBackwardMeta meta;
   meta.channels = self.dim() > 1 ? self.size(1) : 1;
-  const int64_t nw = weight.numel();
+  const c10::SymInt nw = weight.sym_numel();  // (numel() throws on fake tensors with symbolic sizes)
   NPU_EXT_CHECK(nw == 1 || nw == meta.channels, op, "weight must have 1 or ", meta.channels,
                 " elements (the channel dimension 1 of self), but got ", nw);
   meta.per_channel = nw != 1;
