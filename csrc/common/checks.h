@@ -5,10 +5,12 @@
 // rejected identically on every device, with the same message, before any work is done.
 //
 // Every failure is a RuntimeError (TORCH_CHECK) whose message starts with "npu_ext.<op>: " and names the
-// offending argument.
+// offending argument. Sizes are read as SymInts, so the same checks serve fake tensors with symbolic
+// shapes (torch.compile, dynamic export) as well as real tensors.
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/SymInt.h>
 #include <c10/util/Optional.h>
 #include <c10/util/string_view.h>
 
@@ -27,7 +29,7 @@ constexpr int64_t kMaxGroups = 2048;
 enum class GeluApproximate { None, Tanh };
 
 struct GeluBackwardMeta {
-  std::vector<int64_t> shape;  // broadcast(grad_output, self)
+  std::vector<c10::SymInt> shape;  // broadcast(grad_output, self)
   at::ScalarType dtype;        // result_type(grad_output, self)
   GeluApproximate approximate;
 };
@@ -38,7 +40,7 @@ GeluBackwardMeta check_gelu_backward_v2(const at::Tensor& grad_output, const at:
 // ---------------------------------------------------------------------------------------------------------
 // prelu_backward
 struct PreluBackwardMeta {
-  int64_t channels;  // C = self.size(1) if self.dim() > 1 else 1
+  c10::SymInt channels;  // C = self.size(1) if self.dim() > 1 else 1
   bool per_channel;  // weight has C elements (and C > 1 or weight.numel() != 1)
 };
 
@@ -48,8 +50,8 @@ PreluBackwardMeta check_prelu_backward(const at::Tensor& grad_output, const at::
 // ---------------------------------------------------------------------------------------------------------
 // grouped_bias_add_grad
 struct GroupedBiasAddGradMeta {
-  int64_t groups;  // G
-  int64_t hidden;  // H
+  c10::SymInt groups;  // G
+  c10::SymInt hidden;  // H
 };
 
 // Shapes, dtypes and group_idx_type. Needs no tensor data, so it is also the Meta check.
@@ -102,7 +104,7 @@ std::vector<int64_t> group_offsets(const char* op, const char* rows_name, const 
 // ---------------------------------------------------------------------------------------------------------
 // .out overloads: the caller-provided output must already have the inferred shape and dtype, and live on
 // the inputs' device. (No resizing: a wrong output is a caller bug worth reporting.)
-void check_out(const char* op, const char* name, const at::Tensor& out, at::IntArrayRef shape,
+void check_out(const char* op, const char* name, const at::Tensor& out, c10::SymIntArrayRef shape,
                at::ScalarType dtype, const at::Tensor& like);
 
 // True when `t` is one of the floating dtypes this device supports (fp16/bf16/fp32, plus fp64 off-NPU).
