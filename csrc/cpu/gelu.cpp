@@ -1,4 +1,4 @@
-// npu_ext::gelu on CPU: the ATen composite (at::gelu_out is already a vectorized fp32-opmath kernel).
+// npu_ext::gelu on CPU: the ATen composite (fp32 at::gelu, one rounding for 16-bit inputs).
 #include <torch/library.h>
 
 #include "common/forward_composite.h"

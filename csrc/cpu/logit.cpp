@@ -1,4 +1,4 @@
-// npu_ext::logit on CPU: the ATen composite (at::logit_out).
+// npu_ext::logit on CPU: the ATen composite (fp32 at::logit, one rounding for 16-bit inputs).
 #include <torch/library.h>
 
 #include "common/forward_composite.h"
