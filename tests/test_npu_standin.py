@@ -21,7 +21,7 @@ import torch
 import torch_ext
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "npu_stub"))
-import build as npu_standin_build  # noqa: E402
+import npu_standin_build  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     torch_ext._npu.LOADED, reason="the real NPU kernels (torch_ext._C_npu) own PrivateUse1 in this process")
