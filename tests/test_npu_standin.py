@@ -589,3 +589,19 @@ def test_abi_scaled_masked_softmax_backward(abi):
     assert status == 0 and abi.run("aclnnScaledMaskedSoftmaxBackward", size, executor) == 0
     s = 1.0 * 0.25 + 2.0 * 0.75
     assert torch.equal(out, torch.tensor([[[[2.0 * (1.0 - s) * 0.25, 0.0]]]]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_standin_rounding_is_bit_exact(standin, dtype):
+    """logit_grad is one fp32 expression rounded once: the stand-in's own fp16/bf16 conversions (normal,
+    subnormal, overflow to inf) must give the CPU kernel's bits exactly."""
+    torch.manual_seed(10)
+    x = (torch.rand(4096) * 1.2 - 0.1).to(dtype)
+    dy = (torch.randn(4096) * 1e3).to(dtype)
+    special = {torch.float16: [1e-7, 6e-8, 3e-8, 65519.0, 65520.0, 1e5, -1e-6],
+               torch.bfloat16: [1e-40, 3e38, -1e-30], torch.float32: [1e-45, 3e38, -1e-38]}[dtype]
+    x = torch.cat([x, torch.full((len(special),), 0.5, dtype=dtype)])
+    dy = torch.cat([dy, torch.tensor(special).to(dtype)])
+    got, expected = npu(ops.logit_grad.default, x, dy, 0.01), ops.logit_grad(x, dy, 0.01)
+    assert torch.equal(got.view(torch.int16 if dtype != torch.float32 else torch.int32),
+                       expected.view(torch.int16 if dtype != torch.float32 else torch.int32))
