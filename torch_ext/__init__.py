@@ -8,6 +8,11 @@ import torch  # noqa: F401  (the compiled library links against libtorch)
 
 from . import _C  # noqa: F401  (registers torch.ops.npu_ext.*)
 
+# NPU (Ascend) kernels: only when torch_npu and the torch_ext._C_npu module are both installed.
+from . import _npu  # noqa: E402
+
+_npu.load()
+
 ops = torch.ops.npu_ext
 
 __all__ = ["ops"]
