@@ -17,6 +17,11 @@ from . import _autocast  # noqa: F401  (autocast policy of the forward ops)
 from . import functional, nn
 from .functional import gelu, grouped_bias_add, logit, prelu, scaled_masked_softmax
 
+# NPU (Ascend) kernels: only when torch_npu and the torch_ext._C_npu module are both installed.
+from . import _npu  # noqa: E402
+
+_npu.load()
+
 ops = torch.ops.npu_ext
 
 __all__ = ["ops", "functional", "nn", "gelu", "prelu", "logit", "scaled_masked_softmax", "grouped_bias_add"]

@@ -79,6 +79,12 @@ bool is_supported_float(const at::Tensor& t) {
   }
 }
 
+void check_npu_float(const char* op, const char* name, const at::Tensor& t) {
+  const auto s = t.scalar_type();
+  NPU_EXT_CHECK(s == at::kHalf || s == at::kBFloat16 || s == at::kFloat, op, name,
+                " must have dtype torch.float16, torch.bfloat16 or torch.float32, but got ", dtype_name(s));
+}
+
 // ---------------------------------------------------------------------------------------------------------
 GeluBackwardMeta check_gelu_backward_v2(const at::Tensor& grad_output, const at::Tensor& self,
                                         c10::string_view approximate) {
