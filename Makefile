@@ -24,7 +24,8 @@ $(VENV)/.stamp-build: $(VENV)/.stamp-venv $(SOURCES)
 
 build: $(VENV)/.stamp-build
 
-test: build
+# The tests, plus the NPU compile check against the real torch_npu 2.13.0 headers (see npu-check below).
+test: build npu-check
 	$(PY) -m pytest tests -q
 
 bench: build

@@ -29,7 +29,7 @@ void run(const at::Tensor& grad_output, const at::Tensor& self, const GeluBackwa
 at::Tensor gelu_backward_v2(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
   const auto meta = validate(grad_output, self, approximate);
   c10::OptionalDeviceGuard guard(self.device());
-  at::Tensor grad_input = at::empty(meta.shape, self.options().dtype(meta.dtype));
+  at::Tensor grad_input = at::empty_symint(meta.shape, self.options().dtype(meta.dtype));
   run(grad_output, self, meta, grad_input);
   return grad_input;
 }

@@ -44,7 +44,7 @@ at::Tensor grouped_bias_add_grad(const at::Tensor& grad_y, const c10::optional<a
   GroupedBiasAddGradMeta meta;
   const bool has_empty_group = validate(grad_y, group_idx, group_idx_type, meta);
   c10::OptionalDeviceGuard guard(grad_y.device());
-  at::Tensor out = at::empty({meta.groups, meta.hidden}, grad_y.options());
+  at::Tensor out = at::empty_symint({meta.groups, meta.hidden}, grad_y.options());
   run(grad_y, group_idx, group_idx_type, has_empty_group, out);
   return out;
 }

@@ -27,7 +27,7 @@ at::Tensor logit_grad(const at::Tensor& x, const at::Tensor& dy, double eps) {
 
 void logit_grad_out(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
   validate(x, dy);
-  check_out(kOp, "dx", dx, x.sizes(), x.scalar_type(), x);
+  check_out(kOp, "dx", dx, x.sym_sizes(), x.scalar_type(), x);
   c10::OptionalDeviceGuard guard(x.device());
   run(x, dy, eps, dx);
 }

@@ -44,8 +44,8 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward(const at::Tensor& grad_output,
 void prelu_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight,
                         const at::Tensor& grad_input, const at::Tensor& grad_weight) {
   validate(grad_output, self, weight);
-  check_out(kOp, "grad_input", grad_input, self.sizes(), self.scalar_type(), self);
-  check_out(kOp, "grad_weight", grad_weight, weight.sizes(), weight.scalar_type(), self);
+  check_out(kOp, "grad_input", grad_input, self.sym_sizes(), self.scalar_type(), self);
+  check_out(kOp, "grad_weight", grad_weight, weight.sym_sizes(), weight.scalar_type(), self);
   c10::OptionalDeviceGuard guard(self.device());
   run(grad_output, self, weight, grad_input, grad_weight);
 }
