@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 SOURCES := setup.py $(shell find csrc torch_ext -name '*.cpp' -o -name '*.h' -o -name '*.py' 2>/dev/null)
 
-.PHONY: all venv build test bench bench-full clean
+.PHONY: all venv build test bench bench-full clean npu-check npu-test
 
 all: test
 
@@ -24,7 +24,8 @@ $(VENV)/.stamp-build: $(VENV)/.stamp-venv $(SOURCES)
 
 build: $(VENV)/.stamp-build
 
-test: build
+# The tests, plus the NPU compile check against the real torch_npu 2.13.0 headers (see npu-check below).
+test: build npu-check
 	$(PY) -m pytest tests -q
 
 bench: build
@@ -32,6 +33,15 @@ bench: build
 
 bench-full: build
 	$(PY) -m benchmarks.run --full
+
+# NPU path, no NPU needed. npu-check: every csrc/npu source compiles against the torch_npu 2.13.0 wheel's headers
+# (downloaded once into build/npu-check, never installed). npu-test: the NPU sources run against the host
+# aclnn stand-in (compiled once into build/npu_standin) and are compared with the CPU kernels.
+npu-check: venv
+	tools/npu_compile_check.sh $(PY)
+
+npu-test: build
+	$(PY) -m pytest tests/test_npu_standin.py tests/test_npu_device.py -q
 
 clean:
 	rm -rf build torch_ext/*.so $(VENV)/.stamp-build

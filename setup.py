@@ -81,12 +81,69 @@ def _cpu_extension():
     return ext
 
 
+# ---------------------------------------------------------------------------------------------------------
+# NPU (Ascend): torch_ext._C_npu, the PrivateUse1 kernels in csrc/npu calling aclnn through torch_npu's
+# EXEC_NPU_CMD_EXT. Built only when torch_npu is installed (found WITHOUT importing it: importing needs CANN);
+# NPU_EXT_BUILD_NPU=0 forces it off, NPU_EXT_BUILD_NPU=1 forces it on (and fails if torch_npu is missing).
+
+def _torch_npu_location():
+    """(package directory, version) of the installed torch_npu, or None. Does not import torch_npu."""
+    import importlib.metadata
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch_npu")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    try:
+        version = importlib.metadata.version("torch_npu")
+    except importlib.metadata.PackageNotFoundError:
+        version = importlib.metadata.version("torch-npu")
+    return list(spec.submodule_search_locations)[0], version
+
+
+def _npu_extension():
+    mode = os.environ.get("NPU_EXT_BUILD_NPU", "auto")
+    if mode == "0":
+        return None
+    found = _torch_npu_location()
+    if found is None:
+        if mode == "1":
+            raise RuntimeError("NPU_EXT_BUILD_NPU=1 but torch_npu is not installed")
+        return None
+    npu_dir, version = found
+    major, minor = version.split("+")[0].split(".")[:2]
+    include = os.path.join(npu_dir, "include")
+    npu_sources = _rel(glob.glob(os.path.join(CSRC, "npu", "*.cpp")))
+    return CppExtension(
+        name="torch_ext._C_npu",
+        # checks.cpp: a private copy of the shared validation (extension modules do not share symbols)
+        sources=npu_sources + _rel([os.path.join(CSRC, "common", "checks.cpp")]),
+        include_dirs=[CSRC, include, os.path.join(include, "third_party", "op-plugin"),
+                      os.path.join(include, "third_party", "acl", "inc"),
+                      os.path.join(include, "third_party", "hccl", "inc")],
+        depends=HEADERS,
+        define_macros=[("CURRENT_VERSION", f"V{major}R{minor}")],
+        extra_compile_args={"cxx": ["-O2", "-std=c++17", "-Wall", "-Wno-unused-function"]},
+        library_dirs=[os.path.join(npu_dir, "lib")],
+        libraries=["torch_npu"],
+        runtime_library_dirs=[os.path.join(npu_dir, "lib")],
+    )
+
+
+def _extensions():
+    exts = [_cpu_extension()]
+    npu = _npu_extension()
+    if npu is not None:
+        exts.append(npu)
+    return exts
+
+
 setup(
     name="torch_ext",
     version="0.1.0",
     description="Ascend aclnn backward operators as PyTorch custom ops (torch.ops.npu_ext), with fast CPU kernels",
     packages=["torch_ext"],
-    ext_modules=[_cpu_extension()],
+    ext_modules=_extensions(),
     cmdclass={"build_ext": BuildWithIsaKernels},
     python_requires=">=3.10",
     install_requires=["torch>=2.13,<2.14"],

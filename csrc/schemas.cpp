@@ -30,6 +30,14 @@ TORCH_LIBRARY(npu_ext, m) {
   m.def("logit_grad(Tensor x, Tensor dy, float eps=-1.0) -> Tensor");
   m.def("logit_grad.out(Tensor x, Tensor dy, float eps=-1.0, *, Tensor(a!) dx) -> ()");
 
+  // Forward ops used by the autograd wrappers (torch_ext.gelu & co.). Their gradients are the backward ops
+  // above; autograd is registered in Python (torch_ext/_autograd.py) on the generic Autograd key.
+  m.def("gelu(Tensor self, str approximate=\"none\") -> Tensor");
+  m.def("prelu(Tensor self, Tensor weight) -> Tensor");
+  m.def("logit(Tensor self, float? eps=None) -> Tensor");
+  m.def("scaled_masked_softmax(Tensor x, Tensor mask, float scale=1.0, bool fix_triu_mask=False) -> Tensor");
+  m.def("grouped_bias_add(Tensor x, Tensor bias, Tensor? group_idx=None, int group_idx_type=0) -> Tensor");
+
   // Which CPU kernel variant this process runs: "DEFAULT", "AVX2" or "AVX512" (csrc/cpu/dispatch.cpp).
   m.def("_cpu_capability() -> str");
 }

@@ -13,7 +13,7 @@ namespace {
 
 std::string dtype_name(at::ScalarType t) { return "torch." + std::string(c10::getDtypeNames(t).first); }
 
-std::string shape_str(at::IntArrayRef s) {
+std::string shape_str(c10::SymIntArrayRef s) {
   std::ostringstream os;
   os << s;
   return os.str();
@@ -48,16 +48,16 @@ void check_max_rank(const char* op, const char* name, const at::Tensor& t, int64
 
 void check_rank(const char* op, const char* name, const at::Tensor& t, int64_t rank) {
   NPU_EXT_CHECK(t.dim() == rank, op, name, " must be ", rank, "-D, but got a ", t.dim(), "-D tensor of shape ",
-                shape_str(t.sizes()));
+                shape_str(t.sym_sizes()));
 }
 
 // NumPy broadcasting of two shapes; false when they do not broadcast.
-bool broadcast_shapes(at::IntArrayRef a, at::IntArrayRef b, std::vector<int64_t>& out) {
+bool broadcast_shapes(c10::SymIntArrayRef a, c10::SymIntArrayRef b, std::vector<c10::SymInt>& out) {
   const size_t n = std::max(a.size(), b.size());
-  out.assign(n, 1);
+  out.assign(n, c10::SymInt(1));
   for (size_t i = 0; i < n; ++i) {
-    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    const c10::SymInt da = i < n - a.size() ? c10::SymInt(1) : a[i - (n - a.size())];
+    const c10::SymInt db = i < n - b.size() ? c10::SymInt(1) : b[i - (n - b.size())];
     if (da != db && da != 1 && db != 1) return false;
     out[i] = da == 1 ? db : da;
   }
@@ -79,6 +79,12 @@ bool is_supported_float(const at::Tensor& t) {
   }
 }
 
+void check_npu_float(const char* op, const char* name, const at::Tensor& t) {
+  const auto s = t.scalar_type();
+  NPU_EXT_CHECK(s == at::kHalf || s == at::kBFloat16 || s == at::kFloat, op, name,
+                " must have dtype torch.float16, torch.bfloat16 or torch.float32, but got ", dtype_name(s));
+}
+
 // ---------------------------------------------------------------------------------------------------------
 GeluBackwardMeta check_gelu_backward_v2(const at::Tensor& grad_output, const at::Tensor& self,
                                         c10::string_view approximate) {
@@ -94,8 +100,8 @@ GeluBackwardMeta check_gelu_backward_v2(const at::Tensor& grad_output, const at:
   check_same_device(op, "self", self, "grad_output", grad_output);
   check_float(op, "grad_output", grad_output);
   check_float(op, "self", self);
-  NPU_EXT_CHECK(broadcast_shapes(grad_output.sizes(), self.sizes(), meta.shape), op, "grad_output of shape ",
-                shape_str(grad_output.sizes()), " and self of shape ", shape_str(self.sizes()),
+  NPU_EXT_CHECK(broadcast_shapes(grad_output.sym_sizes(), self.sym_sizes(), meta.shape), op, "grad_output of shape ",
+                shape_str(grad_output.sym_sizes()), " and self of shape ", shape_str(self.sym_sizes()),
                 " do not broadcast");
   meta.dtype = at::result_type(grad_output, self);
   return meta;
@@ -113,15 +119,19 @@ PreluBackwardMeta check_prelu_backward(const at::Tensor& grad_output, const at::
   check_max_rank(op, "self", self, kMaxRank);
   check_max_rank(op, "grad_output", grad_output, kMaxRank);
   check_max_rank(op, "weight", weight, kMaxRank);
-  std::vector<int64_t> b;
-  NPU_EXT_CHECK(broadcast_shapes(grad_output.sizes(), self.sizes(), b) && at::IntArrayRef(b) == self.sizes(),
-                op, "grad_output of shape ", shape_str(grad_output.sizes()),
-                " must broadcast to the shape of self ", shape_str(self.sizes()));
+  std::vector<c10::SymInt> b;
+  NPU_EXT_CHECK(broadcast_shapes(grad_output.sym_sizes(), self.sym_sizes(), b) && c10::SymIntArrayRef(b) == self.sym_sizes(),
+                op, "grad_output of shape ", shape_str(grad_output.sym_sizes()),
+                " must broadcast to the shape of self ", shape_str(self.sym_sizes()));
   PreluBackwardMeta meta;
-  meta.channels = self.dim() > 1 ? self.size(1) : 1;
-  const int64_t nw = weight.numel();
-  NPU_EXT_CHECK(nw == 1 || nw == meta.channels, op, "weight must have 1 or ", meta.channels,
-                " elements (the channel dimension 1 of self), but got ", nw);
+  meta.channels = self.dim() > 1 ? self.sym_size(1) : c10::SymInt(1);
+  const c10::SymInt nw = weight.sym_numel();
+  if (meta.channels == 1) {
+    NPU_EXT_CHECK(nw == 1, op, "weight must have 1 element (self has a single channel), but got ", nw);
+  } else {
+    NPU_EXT_CHECK(nw == 1 || nw == meta.channels, op, "weight must have 1 or ", meta.channels,
+                  " elements (the size of dimension 1 of self), but got ", nw);
+  }
   meta.per_channel = nw != 1;
   return meta;
 }
@@ -142,22 +152,26 @@ GroupedBiasAddGradMeta check_grouped_bias_add_grad(const at::Tensor& grad_y,
     NPU_EXT_CHECK(gi.scalar_type() == at::kInt || gi.scalar_type() == at::kLong, op,
                   "group_idx must have dtype torch.int32 or torch.int64, but got ", dtype_name(gi.scalar_type()));
     check_rank(op, "group_idx", gi, 1);
-    NPU_EXT_CHECK(gi.size(0) <= kMaxGroups, op, "group_idx may hold at most ", kMaxGroups,
-                  " groups, but got ", gi.size(0));
+    NPU_EXT_CHECK(gi.sym_size(0) <= kMaxGroups, op, "group_idx may hold at most ", kMaxGroups,
+                  " groups, but got ", gi.sym_size(0));
     NPU_EXT_CHECK(grad_y.dim() == 2, op, "grad_y must be 2-D (N, H) when group_idx is given, but got a ",
-                  grad_y.dim(), "-D tensor of shape ", shape_str(grad_y.sizes()));
-    meta.groups = gi.size(0);
+                  grad_y.dim(), "-D tensor of shape ", shape_str(grad_y.sym_sizes()));
+    meta.groups = gi.sym_size(0);
   } else {
     NPU_EXT_CHECK(grad_y.dim() == 3, op, "grad_y must be 3-D (G, C, H) when group_idx is None, but got a ",
-                  grad_y.dim(), "-D tensor of shape ", shape_str(grad_y.sizes()));
-    meta.groups = grad_y.size(0);
+                  grad_y.dim(), "-D tensor of shape ", shape_str(grad_y.sym_sizes()));
+    meta.groups = grad_y.sym_size(0);
   }
-  meta.hidden = grad_y.size(-1);
+  meta.hidden = grad_y.sym_size(-1);
   return meta;
 }
 
 std::vector<int64_t> group_offsets(const at::Tensor& group_idx_cpu, int64_t group_idx_type, int64_t rows) {
-  constexpr const char* op = "grouped_bias_add_grad";
+  return group_offsets("grouped_bias_add_grad", "grad_y", group_idx_cpu, group_idx_type, rows);
+}
+
+std::vector<int64_t> group_offsets(const char* op, const char* rows_name, const at::Tensor& group_idx_cpu,
+                                   int64_t group_idx_type, int64_t rows) {
   TORCH_INTERNAL_ASSERT(group_idx_cpu.device().is_cpu() && group_idx_cpu.dim() == 1);
   const at::Tensor idx = group_idx_cpu.to(at::kLong).contiguous();
   const int64_t* v = idx.const_data_ptr<int64_t>();
@@ -168,20 +182,20 @@ std::vector<int64_t> group_offsets(const at::Tensor& group_idx_cpu, int64_t grou
     if (group_idx_type == 0) {
       NPU_EXT_CHECK(v[j] >= offsets[j], op, "group_idx must be non-decreasing (cumulative end offsets), but group_idx[",
                     j, "] = ", v[j], " < group_idx[", j - 1, "] = ", offsets[j]);
-      NPU_EXT_CHECK(v[j] <= rows, op, "group_idx[", j, "] = ", v[j], " exceeds the number of rows of grad_y (", rows,
+      NPU_EXT_CHECK(v[j] <= rows, op, "group_idx[", j, "] = ", v[j], " exceeds the number of rows of ", rows_name, " (", rows,
                     ")");
       offsets[j + 1] = v[j];
     } else {
-      NPU_EXT_CHECK(v[j] <= rows - offsets[j], op, "group_idx counts must sum to the number of rows of grad_y (",
+      NPU_EXT_CHECK(v[j] <= rows - offsets[j], op, "group_idx counts must sum to the number of rows of ", rows_name, " (",
                     rows, "), but the first ", j + 1, " counts already sum to ", offsets[j] + v[j]);
       offsets[j + 1] = offsets[j] + v[j];
     }
   }
   if (group_idx_type == 0) {
-    NPU_EXT_CHECK(offsets[g] == rows, op, "the last entry of group_idx must equal the number of rows of grad_y (",
+    NPU_EXT_CHECK(offsets[g] == rows, op, "the last entry of group_idx must equal the number of rows of ", rows_name, " (",
                   rows, "), but got ", g == 0 ? std::string("an empty group_idx") : std::to_string(offsets[g]));
   } else {
-    NPU_EXT_CHECK(offsets[g] == rows, op, "group_idx counts must sum to the number of rows of grad_y (", rows,
+    NPU_EXT_CHECK(offsets[g] == rows, op, "group_idx counts must sum to the number of rows of ", rows_name, " (", rows,
                   "), but they sum to ", offsets[g]);
   }
   return offsets;
@@ -195,19 +209,19 @@ void check_scaled_masked_softmax_backward(const at::Tensor& grad_output, const a
   check_float(op, "grad_output", grad_output);
   check_same_dtype(op, "y", y, "grad_output", grad_output);
   check_rank(op, "grad_output", grad_output, 4);
-  NPU_EXT_CHECK(y.sizes() == grad_output.sizes(), op, "y must have the shape of grad_output ",
-                shape_str(grad_output.sizes()), ", but got ", shape_str(y.sizes()));
-  NPU_EXT_CHECK(grad_output.size(3) <= kMaxSoftmaxLastDim, op, "the last dimension of grad_output must be at most ",
-                kMaxSoftmaxLastDim, ", but got ", grad_output.size(3));
+  NPU_EXT_CHECK(y.sym_sizes() == grad_output.sym_sizes(), op, "y must have the shape of grad_output ",
+                shape_str(grad_output.sym_sizes()), ", but got ", shape_str(y.sym_sizes()));
+  NPU_EXT_CHECK(grad_output.sym_size(3) <= kMaxSoftmaxLastDim, op, "the last dimension of grad_output must be at most ",
+                kMaxSoftmaxLastDim, ", but got ", grad_output.sym_size(3));
   if (fix_triu_mask) return;  // the causal mask is generated; the mask argument is ignored
   check_same_device(op, "mask", mask, "grad_output", grad_output);
   NPU_EXT_CHECK(mask.scalar_type() == at::kBool, op, "mask must have dtype torch.bool, but got ",
                 dtype_name(mask.scalar_type()));
   check_rank(op, "mask", mask, 4);
-  bool ok = mask.size(2) == grad_output.size(2) && mask.size(3) == grad_output.size(3);
-  for (int d = 0; d < 2; ++d) ok = ok && (mask.size(d) == grad_output.size(d) || mask.size(d) == 1);
-  NPU_EXT_CHECK(ok, op, "mask of shape ", shape_str(mask.sizes()), " must match grad_output ",
-                shape_str(grad_output.sizes()),
+  bool ok = mask.sym_size(2) == grad_output.sym_size(2) && mask.sym_size(3) == grad_output.sym_size(3);
+  for (int d = 0; d < 2; ++d) ok = ok && (mask.sym_size(d) == grad_output.sym_size(d) || mask.sym_size(d) == 1);
+  NPU_EXT_CHECK(ok, op, "mask of shape ", shape_str(mask.sym_sizes()), " must match grad_output ",
+                shape_str(grad_output.sym_sizes()),
                 " in its last two dimensions and be equal or 1 in its first two");
 }
 
@@ -218,18 +232,107 @@ void check_logit_grad(const at::Tensor& x, const at::Tensor& dy) {
   check_float(op, "x", x);
   check_same_dtype(op, "dy", dy, "x", x);
   check_max_rank(op, "x", x, kMaxRank);
-  NPU_EXT_CHECK(dy.sizes() == x.sizes(), op, "dy must have the shape of x ", shape_str(x.sizes()), ", but got ",
-                shape_str(dy.sizes()));
+  NPU_EXT_CHECK(dy.sym_sizes() == x.sym_sizes(), op, "dy must have the shape of x ", shape_str(x.sym_sizes()), ", but got ",
+                shape_str(dy.sym_sizes()));
 }
 
 // ---------------------------------------------------------------------------------------------------------
-void check_out(const char* op, const char* name, const at::Tensor& out, at::IntArrayRef shape,
+// Forward ops. Sizes are read through sym_sizes()/sym_size() so that the Meta kernels run on fake tensors
+// with symbolic shapes; for real tensors this is the same as sizes().
+GeluApproximate check_gelu(const at::Tensor& self, c10::string_view approximate) {
+  constexpr const char* op = "gelu";
+  GeluApproximate a = GeluApproximate::None;
+  if (approximate == "tanh") {
+    a = GeluApproximate::Tanh;
+  } else {
+    NPU_EXT_CHECK(approximate == "none", op, "approximate must be \"none\" or \"tanh\", but got \"", approximate,
+                  "\"");
+  }
+  check_float(op, "self", self);
+  return a;
+}
+
+void check_prelu(const at::Tensor& self, const at::Tensor& weight) {
+  constexpr const char* op = "prelu";
+  check_same_device(op, "weight", weight, "self", self);
+  check_float(op, "self", self);
+  check_same_dtype(op, "weight", weight, "self", self);
+  check_max_rank(op, "self", self, kMaxRank);
+  check_max_rank(op, "weight", weight, kMaxRank);
+  const c10::SymInt channels = self.dim() > 1 ? self.sym_size(1) : c10::SymInt(1);
+  const c10::SymInt nw = weight.sym_numel();
+  if (channels == 1) {
+    NPU_EXT_CHECK(nw == 1, op, "weight must have 1 element (self has a single channel), but got ", nw);
+  } else {
+    NPU_EXT_CHECK(nw == 1 || nw == channels, op, "weight must have 1 or ", channels,
+                  " elements (the size of dimension 1 of self), but got ", nw);
+  }
+}
+
+void check_logit(const at::Tensor& self) {
+  constexpr const char* op = "logit";
+  check_float(op, "self", self);
+  check_max_rank(op, "self", self, kMaxRank);
+}
+
+void check_scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, bool fix_triu_mask) {
+  constexpr const char* op = "scaled_masked_softmax";
+  check_float(op, "x", x);
+  check_rank(op, "x", x, 4);
+  NPU_EXT_CHECK(x.sym_size(3) <= kMaxSoftmaxLastDim, op, "the last dimension of x must be at most ",
+                kMaxSoftmaxLastDim, ", but got ", x.sym_size(3));
+  if (fix_triu_mask) return;  // the causal mask is generated; the mask argument is ignored
+  check_same_device(op, "mask", mask, "x", x);
+  NPU_EXT_CHECK(mask.scalar_type() == at::kBool, op, "mask must have dtype torch.bool, but got ",
+                dtype_name(mask.scalar_type()));
+  check_rank(op, "mask", mask, 4);
+  bool ok = mask.sym_size(2) == x.sym_size(2) && mask.sym_size(3) == x.sym_size(3);
+  for (int d = 0; d < 2; ++d) ok = ok && (mask.sym_size(d) == x.sym_size(d) || mask.sym_size(d) == 1);
+  NPU_EXT_CHECK(ok, op, "mask of shape ", shape_str(mask.sym_sizes()), " must match x ", shape_str(x.sym_sizes()),
+                " in its last two dimensions and be equal or 1 in its first two");
+}
+
+void check_grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
+                            int64_t group_idx_type) {
+  constexpr const char* op = "grouped_bias_add";
+  NPU_EXT_CHECK(group_idx_type == 0 || group_idx_type == 1, op,
+                "group_idx_type must be 0 (cumulative end offsets) or 1 (per-group counts), but got ",
+                group_idx_type);
+  check_same_device(op, "bias", bias, "x", x);
+  check_float(op, "x", x);
+  check_same_dtype(op, "bias", bias, "x", x);
+  if (group_idx.has_value()) {
+    const at::Tensor& gi = *group_idx;
+    check_same_device(op, "group_idx", gi, "x", x);
+    NPU_EXT_CHECK(gi.scalar_type() == at::kInt || gi.scalar_type() == at::kLong, op,
+                  "group_idx must have dtype torch.int32 or torch.int64, but got ", dtype_name(gi.scalar_type()));
+    check_rank(op, "group_idx", gi, 1);
+    NPU_EXT_CHECK(gi.sym_size(0) <= kMaxGroups, op, "group_idx may hold at most ", kMaxGroups, " groups, but got ",
+                  gi.sym_size(0));
+    NPU_EXT_CHECK(x.dim() == 2, op, "x must be 2-D (N, H) when group_idx is given, but got a ", x.dim(),
+                  "-D tensor of shape ", shape_str(x.sym_sizes()));
+    NPU_EXT_CHECK(bias.dim() == 2 && bias.sym_size(0) == gi.sym_size(0) && bias.sym_size(1) == x.sym_size(1), op,
+                  "bias must have shape (G, H) = [", gi.sym_size(0), ", ", x.sym_size(1),
+                  "] (G = group_idx.numel(), H = x.size(1)), but got ", shape_str(bias.sym_sizes()));
+  } else {
+    NPU_EXT_CHECK(x.dim() == 3, op, "x must be 3-D (G, C, H) when group_idx is None, but got a ", x.dim(),
+                  "-D tensor of shape ", shape_str(x.sym_sizes()));
+    const bool ok2 = bias.dim() == 2 && bias.sym_size(0) == x.sym_size(0) && bias.sym_size(1) == x.sym_size(2);
+    const bool ok3 = bias.dim() == 3 && bias.sym_size(0) == x.sym_size(0) && bias.sym_size(1) == 1 &&
+                     bias.sym_size(2) == x.sym_size(2);
+    NPU_EXT_CHECK(ok2 || ok3, op, "bias must have shape (G, H) = [", x.sym_size(0), ", ", x.sym_size(2),
+                  "] or (G, 1, H) when group_idx is None, but got ", shape_str(bias.sym_sizes()));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+void check_out(const char* op, const char* name, const at::Tensor& out, c10::SymIntArrayRef shape,
                at::ScalarType dtype, const at::Tensor& like) {
   check_same_device(op, name, out, "the inputs", like);
   NPU_EXT_CHECK(out.scalar_type() == dtype, op, "output ", name, " must have dtype ", dtype_name(dtype),
                 ", but got ", dtype_name(out.scalar_type()));
-  NPU_EXT_CHECK(out.sizes() == shape, op, "output ", name, " must have shape ", shape_str(shape), ", but got ",
-                shape_str(out.sizes()));
+  NPU_EXT_CHECK(out.sym_sizes() == shape, op, "output ", name, " must have shape ", shape_str(shape), ", but got ",
+                shape_str(out.sym_sizes()));
 }
 
 }  // namespace npu_ext

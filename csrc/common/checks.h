@@ -5,10 +5,12 @@
 // rejected identically on every device, with the same message, before any work is done.
 //
 // Every failure is a RuntimeError (TORCH_CHECK) whose message starts with "npu_ext.<op>: " and names the
-// offending argument.
+// offending argument. Sizes are read as SymInts, so the same checks serve fake tensors with symbolic
+// shapes (torch.compile, dynamic export) as well as real tensors.
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/SymInt.h>
 #include <c10/util/Optional.h>
 #include <c10/util/string_view.h>
 
@@ -27,7 +29,7 @@ constexpr int64_t kMaxGroups = 2048;
 enum class GeluApproximate { None, Tanh };
 
 struct GeluBackwardMeta {
-  std::vector<int64_t> shape;  // broadcast(grad_output, self)
+  std::vector<c10::SymInt> shape;  // broadcast(grad_output, self)
   at::ScalarType dtype;        // result_type(grad_output, self)
   GeluApproximate approximate;
 };
@@ -38,7 +40,7 @@ GeluBackwardMeta check_gelu_backward_v2(const at::Tensor& grad_output, const at:
 // ---------------------------------------------------------------------------------------------------------
 // prelu_backward
 struct PreluBackwardMeta {
-  int64_t channels;  // C = self.size(1) if self.dim() > 1 else 1
+  c10::SymInt channels;  // C = self.size(1) if self.dim() > 1 else 1
   bool per_channel;  // weight has C elements (and C > 1 or weight.numel() != 1)
 };
 
@@ -48,8 +50,8 @@ PreluBackwardMeta check_prelu_backward(const at::Tensor& grad_output, const at::
 // ---------------------------------------------------------------------------------------------------------
 // grouped_bias_add_grad
 struct GroupedBiasAddGradMeta {
-  int64_t groups;  // G
-  int64_t hidden;  // H
+  c10::SymInt groups;  // G
+  c10::SymInt hidden;  // H
 };
 
 // Shapes, dtypes and group_idx_type. Needs no tensor data, so it is also the Meta check.
@@ -71,12 +73,47 @@ void check_scaled_masked_softmax_backward(const at::Tensor& grad_output, const a
 void check_logit_grad(const at::Tensor& x, const at::Tensor& dy);
 
 // ---------------------------------------------------------------------------------------------------------
+// Forward ops (torch_ext.gelu & co.; their gradients are the backward ops above). Same rules and message
+// style ("npu_ext.<op>: <arg> ..."). These checks read sizes through sym_sizes(), so the Meta kernels also
+// work on fake tensors with symbolic shapes (torch.compile dynamic shapes, torch.export).
+
+// gelu(self, approximate): self fp16/bf16/fp32 (fp64 off-NPU), any shape.
+GeluApproximate check_gelu(const at::Tensor& self, c10::string_view approximate);
+
+// prelu(self, weight): weight has self's dtype and device, 1 or C elements (C = self.size(1) if
+// self.dim() > 1 else 1); both of rank <= 8. Output: self's shape and dtype.
+void check_prelu(const at::Tensor& self, const at::Tensor& weight);
+
+// logit(self, eps): self fp16/bf16/fp32 (fp64 off-NPU), rank <= 8 (logit_grad's limit).
+void check_logit(const at::Tensor& self);
+
+// scaled_masked_softmax(x, mask, scale, fix_triu_mask): x 4-D (B, N, S1, S2) with S2 <= 4096; mask bool
+// 4-D, last two dims (S1, S2), first two equal or 1; the mask is ignored when fix_triu_mask is true.
+void check_scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, bool fix_triu_mask);
+
+// grouped_bias_add(x, bias, group_idx, group_idx_type): with group_idx (int32/int64, 1-D, G <= 2048
+// entries) x is (N, H) and bias (G, H); without it x is (G, C, H) and bias (G, H) or (G, 1, H). bias has
+// x's dtype and device. The group_idx values are checked by group_offsets("grouped_bias_add", "x", ...).
+void check_grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
+                            int64_t group_idx_type);
+
+// group_offsets for any op: `op` and `rows_name` (the tensor whose rows are grouped) name the messages.
+std::vector<int64_t> group_offsets(const char* op, const char* rows_name, const at::Tensor& group_idx_cpu,
+                                   int64_t group_idx_type, int64_t rows);
+
+// ---------------------------------------------------------------------------------------------------------
 // .out overloads: the caller-provided output must already have the inferred shape and dtype, and live on
 // the inputs' device. (No resizing: a wrong output is a caller bug worth reporting.)
-void check_out(const char* op, const char* name, const at::Tensor& out, at::IntArrayRef shape,
+void check_out(const char* op, const char* name, const at::Tensor& out, c10::SymIntArrayRef shape,
                at::ScalarType dtype, const at::Tensor& like);
 
 // True when `t` is one of the floating dtypes this device supports (fp16/bf16/fp32, plus fp64 off-NPU).
 bool is_supported_float(const at::Tensor& t);
+
+// The NPU path's own dtype guard, called by csrc/npu after the op's shared check: aclnn has only fp16, bf16
+// and fp32 kernels for these ops. For a PrivateUse1 tensor the shared check has already rejected anything
+// else with the same message; this also holds the NPU sources to aclnn's dtypes when they are run on tensors
+// of another device type (as the host stand-in tests in tests/test_npu_standin.py do).
+void check_npu_float(const char* op, const char* name, const at::Tensor& t);
 
 }  // namespace npu_ext

@@ -13,18 +13,18 @@ namespace {
 cpu::GroupedRows layout_of(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx,
                            int64_t group_idx_type, const GroupedBiasAddGradMeta& meta) {
   cpu::GroupedRows L;
-  L.hidden = meta.hidden;
+  L.hidden = meta.hidden.expect_int();
   L.col_stride = grad_y.stride(-1);
   if (group_idx.has_value()) {
     const auto offsets = group_offsets(*group_idx, group_idx_type, grad_y.size(0));
     L.row_stride = grad_y.stride(0);
-    for (int64_t j = 0; j < meta.groups; ++j) {
+    for (int64_t j = 0; j < meta.groups.expect_int(); ++j) {
       L.group_base.push_back(offsets[j] * grad_y.stride(0));
       L.rows.push_back(offsets[j + 1] - offsets[j]);
     }
   } else {
     L.row_stride = grad_y.stride(1);
-    for (int64_t j = 0; j < meta.groups; ++j) {
+    for (int64_t j = 0; j < meta.groups.expect_int(); ++j) {
       L.group_base.push_back(j * grad_y.stride(0));
       L.rows.push_back(grad_y.size(1));
     }
@@ -44,7 +44,7 @@ at::Tensor grouped_bias_add_grad(const at::Tensor& grad_y, const c10::optional<a
                                  int64_t group_idx_type) {
   const auto meta = check_grouped_bias_add_grad(grad_y, group_idx, group_idx_type);
   const auto layout = layout_of(grad_y, group_idx, group_idx_type, meta);
-  at::Tensor out = at::empty({meta.groups, meta.hidden}, grad_y.options());
+  at::Tensor out = at::empty_symint({meta.groups, meta.hidden}, grad_y.options());
   compute(grad_y, group_idx, layout, out);
   return out;
 }

@@ -24,7 +24,7 @@ at::Tensor logit_grad(const at::Tensor& x, const at::Tensor& dy, double eps) {
 
 void logit_grad_out(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
   check_logit_grad(x, dy);
-  check_out("logit_grad", "dx", dx, x.sizes(), x.scalar_type(), x);
+  check_out("logit_grad", "dx", dx, x.sym_sizes(), x.scalar_type(), x);
   compute(x, dy, eps, dx);
 }
 

@@ -21,7 +21,7 @@ void compute(const at::Tensor& grad_output, const at::Tensor& self, const at::Te
   const at::Tensor g = grad_output.expand(self.sizes()).contiguous();
   const at::Tensor w = weight.contiguous();
   // View x as (outer, channels, inner); one scalar weight makes everything channel 0.
-  const int64_t channels = meta.per_channel ? meta.channels : 1;
+  const int64_t channels = meta.per_channel ? meta.channels.expect_int() : 1;
   const int64_t outer = meta.per_channel ? self.size(0) : 1;
   const int64_t inner = self.numel() / (outer * channels);
   cpu::with_contiguous_out(grad_input, {grad_output, self, weight}, [&](const at::Tensor& gi) {
@@ -43,8 +43,8 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward(const at::Tensor& grad_output,
 void prelu_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight,
                         const at::Tensor& grad_input, const at::Tensor& grad_weight) {
   const auto meta = check_prelu_backward(grad_output, self, weight);
-  check_out("prelu_backward", "grad_input", grad_input, self.sizes(), self.scalar_type(), self);
-  check_out("prelu_backward", "grad_weight", grad_weight, weight.sizes(), weight.scalar_type(), self);
+  check_out("prelu_backward", "grad_input", grad_input, self.sym_sizes(), self.scalar_type(), self);
+  check_out("prelu_backward", "grad_weight", grad_weight, weight.sym_sizes(), weight.scalar_type(), self);
   compute(grad_output, self, weight, meta, grad_input, grad_weight);
 }
 

@@ -17,14 +17,14 @@ namespace {
 // directly (no 1 - ... cancellation in the left tail) with Abramowitz-Stegun 7.1.26,
 // erfc(z) ~ t*P(t)*exp(-z^2), t = 1/(1 + p z), whose relative error stays below 2e-4 of the gradient
 // everywhere (it is far smaller where the gradient is not tiny); Phi(|x|) = 1 - Phi(-|x|).
-// fp64 (gradcheck only): the exact formula with Sleef's erf/exp.
+// fp64 (gradcheck only): the exact formula with Sleef's erfc/exp.
 template <typename T>
 C10_ALWAYS_INLINE Vectorized<T> gelu_erf_grad(const Vectorized<T>& g, const Vectorized<T>& x) {
   using Vec = Vectorized<T>;
   const Vec kInvSqrt2Pi(static_cast<T>(M_2_SQRTPI * M_SQRT1_2 * 0.5));
   const Vec kOne(T(1));
   if constexpr (std::is_same_v<T, double>) {
-    const Vec cdf = Vec(0.5) * (kOne + (x * Vec(M_SQRT1_2)).erf());
+    const Vec cdf = Vec(0.5) * (x * Vec(-M_SQRT1_2)).erfc();  // no cancellation for x << 0
     const Vec pdf = kInvSqrt2Pi * (Vec(-0.5) * x * x).exp();
     return g * (cdf + x * pdf);
   } else {
@@ -60,30 +60,36 @@ C10_ALWAYS_INLINE Vectorized<T> gelu_erf_grad(const Vectorized<T>& g, const Vect
 // fp32: with e = exp(2u) and d = 1/(1+e): 1 + tanh(u) = 2ed, 1 - tanh(u)^2 = 4ed^2, so
 // grad = e*d * (1 + 2 sqrt(2/pi) x d (1 + 3*0.044715 x^2)): one exponential and one reciprocal, no tanh, and
 // no cancellation for negative x.
-// fp64: the textbook formula with Sleef's tanh.
+// fp64 (gradcheck only): the same quantities from e = exp(-2|u|), with Sleef's exp.
 template <typename T>
 C10_ALWAYS_INLINE Vectorized<T> gelu_tanh_grad(const Vectorized<T>& g, const Vectorized<T>& x) {
   using Vec = Vectorized<T>;
   const Vec kBeta(static_cast<T>(M_SQRT2 * M_2_SQRTPI * 0.5));  // sqrt(2/pi)
   const Vec kKappa(static_cast<T>(0.044715));
   const Vec kOne(T(1));
-  // fp32: for |x| >= 10 the gradient is 1 (x > 0) or below 1e-35 in magnitude (x < 0) to fp32 precision,
-  // so x is clamped to [-10, 10] (NaN passes): exp(2u) then stays within [2^-126, 2^126].
-  const Vec xc = std::is_same_v<T, double> ? x : at::vec::clamp(x, Vec(T(-10)), Vec(T(10)));
-  const Vec x_sq = xc * xc;
-  const Vec inner = kBeta * (xc + kKappa * x_sq * xc);
   if constexpr (std::is_same_v<T, double>) {
-    const Vec t = inner.tanh();
-    const Vec left = Vec(0.5) * x;
-    const Vec right = kOne + t;
-    const Vec left_derivative = Vec(0.5) * right;
-    const Vec right_derivative = left * (kOne - t * t) * kBeta * (kOne + Vec(3.0) * kKappa * x_sq);
-    return g * (left_derivative + right_derivative);
+    // e = exp(-2|u|): 1 + tanh(u) = 2/(1+e) (u >= 0) or 2e/(1+e) (u < 0), sech(u)^2 = 4e/(1+e)^2.
+    const Vec x_sq = x * x;
+    const Vec u = kBeta * (x + kKappa * x_sq * x);
+    const Vec e = (Vec(-2.0) * u.abs()).exp();
+    const Vec r = kOne / (kOne + e);
+    const Vec one_plus_tanh = Vec(2.0) * r * Vec::blendv(kOne, e, u < Vec(0.0));
+    const Vec sech_sq = Vec(4.0) * e * r * r;
+    const Vec du = kBeta * (kOne + Vec(3.0) * kKappa * x_sq);
+    return g * (Vec(0.5) * one_plus_tanh + Vec(0.5) * x * sech_sq * du);
   } else {
+    // For x >= 10 the gradient is 1 to fp32 precision and for x <= -15 it underflows to 0, so x is clamped to
+    // [-15, 10] (NaN passes): exp(2u) stays finite (at most 2^126) and x^3 cannot overflow. x = +-inf still
+    // gives NaN, as the formula (and PyTorch) does, through the x - x term.
+    const Vec xc = at::vec::clamp(x, Vec(T(-15)), Vec(T(10)));
+    const Vec x_sq = xc * xc;
+    const Vec inner = kBeta * (xc + kKappa * x_sq * xc);
     const Vec e = fast_exp2(Vec(T(2 * 1.4426950408889634)) * inner);  // exp(2u)
     const Vec d = fast_reciprocal(kOne + e);
+    // e*d = e/(1+e): as 1 - d for u >= 0 (exactly 1 for large u), as e*d for u < 0 (no cancellation).
+    const Vec ed = select_negative(inner, e * d, kOne - d);
     const Vec poly = kOne + Vec(T(3) * static_cast<T>(0.044715)) * x_sq;
-    return g * ((e * d) * (kOne + Vec(T(2)) * kBeta * xc * d * poly));
+    return g * (ed * (kOne + Vec(T(2)) * kBeta * xc * d * poly) + (x - x));
   }
 }
 

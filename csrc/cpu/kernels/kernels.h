@@ -45,6 +45,15 @@ struct GroupedRows {
 // scaled_masked_softmax_backward_kernel  g, y: 4-D (B, N, S1, S2) of any strides; mask: bool, expanded to
 //                       g's shape (zero strides allowed), ignored when causal is true (masked where
 //                       column > row). out: contiguous, same shape and dtype as g.
+//
+// Forward kernels (used by the autograd wrappers):
+// scaled_masked_softmax_kernel  x: 4-D (B, N, S1, S2) of any strides; mask: bool, expanded to x's shape (zero
+//                       strides allowed), ignored when causal is true (masked where column > row). out:
+//                       contiguous, x's shape and dtype. out = softmax((x * scale).masked_fill(mask, -10000), -1),
+//                       computed in fp32 (fp64 for fp64) per row.
+// grouped_bias_add_kernel  x rows described by `layout` (see GroupedRows); bias row j at bias.data +
+//                       j * bias_row_stride, element h at + h * bias_col_stride. out: contiguous, the rows of
+//                       every group in group order: out = x row + bias[group].
 #define NPU_EXT_DECLARE_CPU_KERNELS                                                                          \
   void gelu_backward_kernel(at::TensorIteratorBase& iter, GeluApproximate approximate);                      \
   void logit_grad_kernel(at::TensorIteratorBase& iter, double eps);                                          \
@@ -54,7 +63,11 @@ struct GroupedRows {
   void grouped_bias_add_grad_kernel(const at::Tensor& grad_y, const GroupedRows& layout,                     \
                                     const at::Tensor& out);                                                  \
   void scaled_masked_softmax_backward_kernel(const at::Tensor& g, const at::Tensor& y, const at::Tensor& mask, \
-                                             double scale, bool causal, const at::Tensor& out);
+                                             double scale, bool causal, const at::Tensor& out);                \
+  void scaled_masked_softmax_kernel(const at::Tensor& x, const at::Tensor& mask, double scale, bool causal,   \
+                                    const at::Tensor& out);                                                  \
+  void grouped_bias_add_kernel(const at::Tensor& x, const GroupedRows& layout, const at::Tensor& bias,        \
+                               int64_t bias_row_stride, int64_t bias_col_stride, const at::Tensor& out);
 
 namespace DEFAULT {
 NPU_EXT_DECLARE_CPU_KERNELS
@@ -68,3 +81,4 @@ NPU_EXT_DECLARE_CPU_KERNELS
 
 }  // namespace cpu
 }  // namespace npu_ext
+

@@ -1,0 +1,84 @@
+// The forward ops as compositions of ATen ops, registered on CompositeExplicitAutograd: this is what runs on
+// any device that has no dedicated kernel (CUDA, XPU, MPS, ...). A kernel registered on a backend key wins
+// over it on that backend: CPU (csrc/cpu/<op>.cpp, fused kernels for scaled_masked_softmax and
+// grouped_bias_add), Meta (csrc/meta/forward.cpp) and PrivateUse1 (the NPU path). Autograd is not part of
+// CompositeExplicitAutograd: it is registered in Python on the generic Autograd key (torch_ext/_autograd.py).
+//
+// Precision: 16-bit inputs are upcast to fp32, computed, and rounded once to the input dtype.
+#include "common/forward_composite.h"
+
+#include <ATen/ATen.h>
+#include <ATen/OpMathType.h>
+#include <torch/library.h>
+
+#include <vector>
+
+#include "common/checks.h"
+
+namespace npu_ext {
+namespace composite {
+
+namespace {
+
+// t in its compute dtype: fp32 for fp16/bf16 (ATen's 16-bit kernels may round intermediates, e.g. logit's
+// x / (1 - x)), itself otherwise.
+at::Tensor opmath(const at::Tensor& t) { return t.to(at::toOpMathType(t.scalar_type())); }
+
+// The result as a contiguous tensor of `dtype`: one rounding for 16-bit inputs.
+at::Tensor finish(const at::Tensor& r, at::ScalarType dtype) { return r.to(dtype).contiguous(); }
+
+}  // namespace
+
+at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
+  check_gelu(self, approximate);
+  return finish(at::gelu(opmath(self), approximate), self.scalar_type());
+}
+
+at::Tensor prelu(const at::Tensor& self, const at::Tensor& weight) {
+  check_prelu(self, weight);
+  // at::prelu wants a 0-D/1-D weight; ours may have any shape with 1 or C elements.
+  return finish(at::prelu(opmath(self), opmath(weight).reshape({-1})), self.scalar_type());
+}
+
+at::Tensor logit(const at::Tensor& self, c10::optional<double> eps) {
+  check_logit(self);
+  return finish(at::logit(opmath(self), eps), self.scalar_type());
+}
+
+at::Tensor scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, double scale, bool fix_triu_mask) {
+  check_scaled_masked_softmax(x, mask, fix_triu_mask);
+  const at::Tensor m = fix_triu_mask
+                           ? at::ones({x.size(2), x.size(3)}, x.options().dtype(at::kBool)).triu(1)  // column > row
+                           : mask;
+  const at::Tensor z = opmath(x).mul(scale).masked_fill(m, -10000.0);
+  return finish(at::_softmax(z, -1, false), x.scalar_type());
+}
+
+at::Tensor grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
+                            int64_t group_idx_type) {
+  check_grouped_bias_add(x, bias, group_idx, group_idx_type);
+  if (!group_idx.has_value()) {
+    return finish(at::add(opmath(x), opmath(bias).reshape({x.size(0), 1, x.size(2)})), x.scalar_type());
+  }
+  // The row -> group index is built on the host from the validated offsets (one small device-to-host copy).
+  const int64_t rows = x.size(0);
+  const auto offsets = group_offsets("grouped_bias_add", "x", group_idx->cpu(), group_idx_type, rows);
+  at::Tensor idx = at::empty({rows}, at::TensorOptions().dtype(at::kLong));
+  int64_t* p = idx.mutable_data_ptr<int64_t>();
+  for (size_t j = 0; j + 1 < offsets.size(); ++j) {
+    for (int64_t r = offsets[j]; r < offsets[j + 1]; ++r) p[r] = static_cast<int64_t>(j);
+  }
+  return finish(at::add(opmath(x), opmath(bias).index_select(0, idx.to(x.device()))), x.scalar_type());
+}
+
+}  // namespace composite
+
+TORCH_LIBRARY_IMPL(npu_ext, CompositeExplicitAutograd, m) {
+  m.impl("gelu", &composite::gelu);
+  m.impl("prelu", &composite::prelu);
+  m.impl("logit", &composite::logit);
+  m.impl("scaled_masked_softmax", &composite::scaled_masked_softmax);
+  m.impl("grouped_bias_add", &composite::grouped_bias_add);
+}
+
+}  // namespace npu_ext

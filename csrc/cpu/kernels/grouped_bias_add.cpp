@@ -1,0 +1,53 @@
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "cpu/kernels/kernels.h"
+
+namespace npu_ext {
+namespace cpu {
+namespace CPU_CAPABILITY {
+namespace {
+
+template <typename scalar_t>
+void grouped_bias_add_impl(const scalar_t* xbase, const GroupedRows& L, const scalar_t* bias, int64_t bias_row_stride,
+                           int64_t bias_col_stride, scalar_t* out) {
+  using acc_t = at::opmath_type<scalar_t>;
+  const int64_t H = L.hidden;
+  const int64_t G = static_cast<int64_t>(L.rows.size());
+  std::vector<int64_t> first_row(G + 1, 0);  // output rows of group j: [first_row[j], first_row[j + 1])
+  for (int64_t j = 0; j < G; ++j) first_row[j + 1] = first_row[j] + L.rows[j];
+  const int64_t total = first_row[G];
+
+  // Element-wise: no reduction, so any partition gives the same bits.
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(H, 1));
+  at::parallel_for(0, total, grain, [&](int64_t r0, int64_t r1) {
+    int64_t j = std::upper_bound(first_row.begin(), first_row.end(), r0) - first_row.begin() - 1;
+    for (int64_t r = r0; r < r1; ++r) {
+      while (r >= first_row[j + 1]) ++j;
+      const scalar_t* xr = xbase + L.group_base[j] + (r - first_row[j]) * L.row_stride;
+      const scalar_t* br = bias + j * bias_row_stride;
+      scalar_t* o = out + r * H;
+      for (int64_t h = 0; h < H; ++h)
+        o[h] = static_cast<scalar_t>(static_cast<acc_t>(xr[h * L.col_stride]) +
+                                     static_cast<acc_t>(br[h * bias_col_stride]));
+    }
+  });
+}
+
+}  // namespace
+
+void grouped_bias_add_kernel(const at::Tensor& x, const GroupedRows& layout, const at::Tensor& bias,
+                             int64_t bias_row_stride, int64_t bias_col_stride, const at::Tensor& out) {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "grouped_bias_add", [&] {
+    grouped_bias_add_impl<scalar_t>(x.const_data_ptr<scalar_t>(), layout, bias.const_data_ptr<scalar_t>(),
+                                    bias_row_stride, bias_col_stride, out.mutable_data_ptr<scalar_t>());
+  });
+}
+
+}  // namespace CPU_CAPABILITY
+}  // namespace cpu
+}  // namespace npu_ext

@@ -1,0 +1,64 @@
+"""Builds the test-only NPU stand-in (cached under build/npu_standin, gitignored).
+
+* ``libaclnn_standin.so``: the host stand-in of the aclnn runtime (aclnn_standin.cpp), plain C++, rebuilt
+  only when its source changes (content hash in the file name).
+* the ``torch_ext_npu_standin`` library: csrc/npu/*.cpp UNCHANGED, plus csrc/common/checks.cpp, compiled with
+  torch.utils.cpp_extension.load against the stand-in npu_cpp_extension.h (tests/npu_stub/include comes first
+  on the include path). Loading it registers the PrivateUse1 kernels of the npu_ext ops, which the tests call
+  on CPU tensors through ``OpOverload.redispatch`` with a PrivateUse1 dispatch key set. ninja recompiles only
+  what changed.
+"""
+
+import glob
+import hashlib
+import os
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+STUB = os.path.join(ROOT, "tests", "npu_stub")
+BUILD = os.path.join(ROOT, "build", "npu_standin")
+LIB_ENV = "NPU_EXT_ACLNN_STANDIN_LIB"
+
+
+def build_runtime():
+    src = os.path.join(STUB, "aclnn_standin.cpp")
+    with open(src, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:16]
+    os.makedirs(BUILD, exist_ok=True)
+    lib = os.path.join(BUILD, f"libaclnn_standin-{digest}.so")
+    if not os.path.exists(lib):
+        tmp = lib + f".tmp{os.getpid()}"
+        cmd = [os.environ.get("CXX", "g++"), "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror",
+               "-Wno-unused-parameter", "-o", tmp, src]
+        subprocess.run(cmd, check=True)
+        os.replace(tmp, lib)
+    return lib
+
+
+def build_npu_sources():
+    import torch.utils.cpp_extension as cpp_ext
+
+    sources = sorted(glob.glob(os.path.join(ROOT, "csrc", "npu", "*.cpp")))
+    sources.append(os.path.join(ROOT, "csrc", "common", "checks.cpp"))
+    build_dir = os.path.join(BUILD, "ext")
+    os.makedirs(build_dir, exist_ok=True)
+    cpp_ext.load(
+        name="torch_ext_npu_standin",
+        sources=sources,
+        extra_include_paths=[os.path.join(STUB, "include"), os.path.join(ROOT, "csrc")],
+        extra_cflags=["-O1", "-std=c++17", "-Wall", "-Wno-unused-function", "-Werror=return-type"],
+        extra_ldflags=["-ldl"],
+        build_directory=build_dir,
+        is_python_module=False,
+        verbose=False,
+    )
+
+
+def setup():
+    """Builds (or reuses) both parts, points the stand-in header at the runtime, loads the kernels.
+
+    Returns the runtime library path. torch_ext (the schemas) must be imported first."""
+    lib = build_runtime()
+    os.environ[LIB_ENV] = lib
+    build_npu_sources()
+    return lib

@@ -1,0 +1,137 @@
+"""Float64 reference implementations of the five operators, written from ../shared/SPEC.md alone.
+
+Nothing here shares code with the package under test: plain torch ops in float64 on the CPU. Every function
+takes the operator's inputs (any dtype, any layout) and returns float64 results.
+"""
+
+import math
+
+import numpy as np
+import torch
+
+f64 = torch.float64
+
+
+def gelu_backward_v2(grad_output, self, approximate="none"):
+    g = grad_output.to(f64)
+    x = self.to(f64)
+    if approximate == "none":
+        # gi = g * (0.5 + 0.5*erf(x/sqrt2) + x * exp(-x^2/2) / sqrt(2*pi))
+        return g * (0.5 + 0.5 * torch.erf(x / math.sqrt(2.0)) + x * torch.exp(-x * x / 2.0) / math.sqrt(2.0 * math.pi))
+    if approximate == "tanh":
+        # exact derivative of 0.5*x*(1+tanh(u)), u = sqrt(2/pi)*(x + 0.044715 x^3)
+        k = math.sqrt(2.0 / math.pi)
+        u = k * (x + 0.044715 * x**3)
+        du = k * (1.0 + 3.0 * 0.044715 * x**2)
+        # 1 + tanh(u) = 2 sigmoid(2u) and 1 - tanh(u)^2 = 1 / cosh(u)^2: no cancellation where |tanh(u)| ~ 1
+        return g * (torch.sigmoid(2.0 * u) + 0.5 * x * du / torch.cosh(u) ** 2)
+    raise ValueError(approximate)
+
+
+def prelu_backward(grad_output, self, weight):
+    x = self.to(f64)
+    g = grad_output.to(f64).expand(x.shape)
+    w = weight.to(f64)
+    channels = x.shape[1] if x.dim() > 1 else 1
+    if w.numel() == 1:
+        w_b = w.reshape(())
+    else:
+        w_b = w.reshape([1, channels] + [1] * (x.dim() - 2))
+    positive = x > 0  # NaN is not > 0: it takes the x <= 0 branch
+    grad_input = torch.where(positive, g, w_b * g)
+    contrib = torch.where(positive, torch.zeros((), dtype=f64), x * g)
+    if w.numel() == 1:
+        grad_weight = contrib.sum()
+    else:
+        grad_weight = contrib.sum(dim=[d for d in range(x.dim()) if d != 1])
+    return grad_input, grad_weight.reshape(weight.shape)
+
+
+def grouped_bias_add_grad(grad_y, group_idx=None, group_idx_type=0):
+    gy = grad_y.to(f64)
+    if group_idx is None:
+        return gy.sum(dim=1)
+    values = [int(v) for v in group_idx.tolist()]
+    if group_idx_type == 1:  # per-group counts -> cumulative ends
+        values = list(np.cumsum(values)) if values else []
+    out = torch.zeros(len(values), gy.shape[1], dtype=f64)
+    start = 0
+    for j, end in enumerate(values):
+        if end > start:
+            out[j] = gy[start:end].sum(dim=0)
+        start = end
+    return out
+
+
+def causal_mask(s1, s2):
+    return torch.triu(torch.ones(s1, s2, dtype=torch.bool), diagonal=1)
+
+
+def scaled_masked_softmax_backward(grad_output, y, mask, scale=1.0, fix_triu_mask=False):
+    g = grad_output.to(f64)
+    yy = y.to(f64)
+    if fix_triu_mask:
+        mask = causal_mask(g.shape[-2], g.shape[-1])
+    s = (g * yy).sum(dim=-1, keepdim=True)  # whole row, masked positions included
+    out = scale * (g - s) * yy
+    return torch.where(mask.expand(g.shape), torch.zeros((), dtype=f64), out)
+
+
+def logit_grad(x, dy, eps=-1.0):
+    xx = x.to(f64)
+    d = dy.to(f64)
+    value = d / (xx * (1.0 - xx))
+    eps32 = np.float32(eps)  # eps is rounded to fp32, as the NPU kernel does (fp64 inputs keep it exact)
+    if x.dtype == f64:
+        eps32 = np.float64(eps)
+    if eps32 >= 0:
+        lo, hi = float(eps32), float(type(eps32)(1) - eps32)
+        outside = (xx < lo) | (xx > hi)
+        return torch.where(outside, torch.zeros((), dtype=f64), value)
+    outside = (xx < 0) | (xx > 1)  # eps < 0 or NaN
+    return torch.where(outside, torch.full((), math.nan, dtype=f64), value)
+
+
+# --------------------------------------------------------------------------------------------------------
+# The accuracy metric of SPEC.md (CANN open-source precision standard).
+THRESHOLD = {torch.float32: 2.0**-13, torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7, torch.float64: 2.0**-30}
+# Below this magnitude an output is "tiny": relative error is meaningless there (a rounding of the inputs
+# moves a zero crossing), so those outputs are held to an absolute bound of the same size instead.
+SMALL = {torch.float32: 2.0**-14, torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float64: 2.0**-30}
+
+
+def expected_in(expected, dtype):
+    """The float64 oracle, except that values beyond the dtype's range take their correctly rounded value
+    (+-Inf, or +-max just past it): overflow to Inf is the right single rounding, not an error."""
+    e = expected.to(f64)
+    overflow = e.abs() > torch.finfo(dtype).max
+    return torch.where(overflow, e.to(dtype).to(f64), e)
+
+
+def relative_errors(actual, expected, dtype):
+    """(mean rel err, max rel err, max abs err on tiny outputs) over finite outputs."""
+    a = actual.to(f64).reshape(-1)
+    e = expected_in(expected, dtype).reshape(-1)
+    finite = torch.isfinite(e)
+    big = finite & (e.abs() >= SMALL[dtype])
+    tiny = finite & ~big
+    rel = ((a[big] - e[big]).abs() / e[big].abs()) if big.any() else torch.zeros(1, dtype=f64)
+    tiny_abs = (a[tiny] - e[tiny]).abs().max().item() if tiny.any() else 0.0
+    return rel.mean().item(), rel.max().item(), tiny_abs
+
+
+def assert_accurate(actual, expected, dtype, what=""):
+    """SPEC.md's criterion: mean rel err < T, max rel err < 10 T; non-finite outputs must match exactly."""
+    assert actual.shape == expected.shape, (what, actual.shape, expected.shape)
+    a = actual.to(f64)
+    e = expected_in(expected, dtype)
+    nonfinite = ~torch.isfinite(e)
+    assert torch.equal(a[nonfinite].isnan(), e[nonfinite].isnan()), f"{what}: NaN positions differ"
+    inf = nonfinite & ~e.isnan()
+    assert torch.equal(a[inf], e[inf]), f"{what}: Inf outputs differ"
+    mean_rel, max_rel, tiny_abs = relative_errors(a, e, dtype)
+    t = THRESHOLD[dtype]
+    assert mean_rel < t, f"{what}: mean relative error {mean_rel:.3e} >= {t:.3e}"
+    assert max_rel < 10 * t, f"{what}: max relative error {max_rel:.3e} >= {10 * t:.3e}"
+    assert tiny_abs < SMALL[dtype], f"{what}: absolute error {tiny_abs:.3e} on tiny outputs"
+    return mean_rel, max_rel

@@ -1,0 +1,607 @@
+"""The NPU path (csrc/npu/*.cpp) run without an NPU, against the host stand-in of the aclnn runtime.
+
+The csrc/npu sources are compiled UNCHANGED against tests/npu_stub (a stand-in npu_cpp_extension.h whose
+EXEC_NPU_CMD_EXT has torch_npu's contract, and libaclnn_standin.so, an independent host implementation of the
+aclnn entry points that reads tensors only through their aclTensor descriptors). Their PrivateUse1 kernels are
+called on CPU tensors with OpOverload.redispatch and compared with the CPU kernels (torch.ops.npu_ext.* on CPU
+tensors) on fp32/fp16/bf16, contiguous, transposed, offset, strided and broadcast (stride-0) inputs. The
+stand-in's C ABI (status codes 161001 / 161002) is tested directly with ctypes.
+
+On a machine with torch_npu and an NPU, tests/test_npu_device.py runs the real thing instead.
+"""
+
+import ctypes
+import math
+import os
+import sys
+
+import pytest
+import torch
+
+import torch_ext
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "npu_stub"))
+import npu_standin_build  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    torch_ext._npu.LOADED, reason="the real NPU kernels (torch_ext._C_npu) own PrivateUse1 in this process")
+
+ops = torch.ops.npu_ext
+PU1 = torch._C.DispatchKeySet(torch._C.DispatchKey.PrivateUse1)
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+LAYOUTS = ["contiguous", "transposed", "offset", "strided"]
+ACLNN_APIS = ["aclnnGeluBackwardV2", "aclnnPreluBackward", "aclnnGroupedBiasAddGrad", "aclnnGroupedBiasAddGradV2",
+              "aclnnScaledMaskedSoftmaxBackward", "aclnnLogitGrad"]
+TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float16: dict(rtol=2e-3, atol=1e-3),
+       torch.bfloat16: dict(rtol=1.6e-2, atol=1e-2)}
+
+
+@pytest.fixture(scope="module")
+def standin():
+    lib_path = npu_standin_build.setup()
+    lib = ctypes.CDLL(lib_path)  # the same handle the stub header dlopen()s: shared call counters
+    lib.standin_calls.restype = ctypes.c_int
+    lib.standin_calls.argtypes = [ctypes.c_char_p]
+    return lib
+
+
+def calls(lib, api):
+    """Entry-point calls of one aclnn operator (both phases) since the last standin_reset()."""
+    return lib.standin_calls((api + "GetWorkspaceSize").encode()) + lib.standin_calls(api.encode())
+
+
+def aclnn_calls(lib):
+    return {api: calls(lib, api) for api in ACLNN_APIS if calls(lib, api)}
+
+
+def npu(overload, *args, **kwargs):
+    """Runs the PrivateUse1 (NPU) kernel of `overload` on CPU tensors."""
+    return overload.redispatch(PU1, *args, **kwargs)
+
+
+def layout(t, kind):
+    """A tensor equal to `t` in another memory layout (same values, different strides / storage offset)."""
+    if kind == "contiguous" or t.dim() == 0:
+        return t.clone()
+    if kind == "transposed":  # reversed dimension order in memory
+        dims = list(range(t.dim()))[::-1]
+        return t.permute(dims).contiguous().permute(dims)
+    if kind == "offset":  # a view 7 elements into a larger storage
+        big = torch.full((t.numel() + 11,), float("nan"), dtype=t.dtype)
+        v = big[7:7 + t.numel()].view(t.shape)
+        v.copy_(t)
+        return v
+    if kind == "strided":  # every other element of the last dimension
+        big = torch.full((*t.shape[:-1], 2 * t.shape[-1] + 1), float("nan"), dtype=t.dtype)
+        v = big[..., 1::2]
+        v.copy_(t)
+        return v
+    raise ValueError(kind)
+
+
+def assert_close(actual, expected):
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    torch.testing.assert_close(actual, expected, equal_nan=True, **TOL[expected.dtype])
+
+
+def nan_like(t):
+    return torch.full_like(t, float("nan"))
+
+
+def noncontiguous_out(shape, dtype):
+    """A NaN-filled output with transposed strides and a storage offset."""
+    shape = list(shape)
+    big = torch.full((math.prod(shape) + 3,), float("nan"), dtype=dtype)
+    return big[3:].view(shape[::-1]).permute(list(range(len(shape)))[::-1])
+
+
+def test_every_op_has_privateuse1_kernels(standin):
+    for name in ["gelu_backward_v2", "prelu_backward", "grouped_bias_add_grad", "scaled_masked_softmax_backward",
+                 "logit_grad"]:
+        for overload in ["", ".out"]:
+            assert torch._C._dispatch_has_kernel_for_dispatch_key(f"npu_ext::{name}{overload}", "PrivateUse1")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Results against the CPU kernels.
+
+@pytest.mark.parametrize("kind", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_backward_v2(standin, approximate, dtype, kind):
+    torch.manual_seed(0)
+    g = torch.randn(5, 6).to(dtype)
+    x = (torch.randn(5, 6) * 3).to(dtype)
+    standin.standin_reset()
+    got = npu(ops.gelu_backward_v2.default, layout(g, kind), layout(x, kind), approximate)
+    assert aclnn_calls(standin) == {"aclnnGeluBackwardV2": 2}
+    assert_close(got, ops.gelu_backward_v2(g, x, approximate))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", [((6,), (5, 6)), ((5, 1), (1, 6)), ((2, 1, 6), (5, 6))])
+def test_gelu_backward_v2_broadcast(standin, shapes, dtype):
+    torch.manual_seed(1)
+    g = torch.randn(shapes[0]).to(dtype)
+    x = torch.randn(shapes[1]).to(dtype)
+    assert_close(npu(ops.gelu_backward_v2.default, g, x, "none"), ops.gelu_backward_v2(g, x, "none"))
+    # stride-0 (expanded) inputs of the full shape
+    full = torch.broadcast_shapes(g.shape, x.shape)
+    assert_close(npu(ops.gelu_backward_v2.default, g.expand(full), x.expand(full), "tanh"),
+                 ops.gelu_backward_v2(g, x, "tanh"))
+
+
+@pytest.mark.parametrize("dtypes", [(torch.float16, torch.float32), (torch.bfloat16, torch.float16),
+                                    (torch.float32, torch.bfloat16)])
+def test_gelu_backward_v2_mixed_dtypes(standin, dtypes):
+    torch.manual_seed(2)
+    g = torch.randn(4, 5).to(dtypes[0])
+    x = torch.randn(4, 5).to(dtypes[1])
+    got = npu(ops.gelu_backward_v2.default, g, x, "tanh")
+    assert got.dtype == torch.float32
+    assert_close(got, ops.gelu_backward_v2(g, x, "tanh"))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gelu_backward_v2_out(standin, dtype):
+    torch.manual_seed(3)
+    g, x = torch.randn(4, 6).to(dtype), torch.randn(6).to(dtype)
+    out = noncontiguous_out((4, 6), dtype)
+    assert npu(ops.gelu_backward_v2.out, g, x, "none", grad_input=out) is None
+    assert_close(out, ops.gelu_backward_v2(g, x, "none"))
+
+
+def prelu_inputs(dtype, self_shape=(4, 3, 5), weight_shape=(3,), g_shape=None):
+    torch.manual_seed(4)
+    x = torch.randn(self_shape)
+    x.view(-1)[::7] = 0.0  # x == 0 takes the x <= 0 branch
+    x = x.to(dtype)
+    g = torch.randn(g_shape or self_shape).to(dtype)
+    w = torch.rand(weight_shape).to(dtype)
+    return g, x, w
+
+
+@pytest.mark.parametrize("kind", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_prelu_backward(standin, dtype, kind):
+    g, x, w = prelu_inputs(dtype)
+    standin.standin_reset()
+    gi, gw = npu(ops.prelu_backward.default, layout(g, kind), layout(x, kind), layout(w, kind))
+    assert aclnn_calls(standin) == {"aclnnPreluBackward": 2}
+    egi, egw = ops.prelu_backward(g, x, w)
+    assert_close(gi, egi)
+    assert_close(gw, egw)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", [
+    dict(self_shape=(4, 3, 5), weight_shape=(1,)),  # one weight for every channel
+    dict(self_shape=(4, 3, 5), weight_shape=()),  # 0-D weight
+    dict(self_shape=(4, 3, 5), weight_shape=(3, 1)),  # C elements, 2-D: aclnn gets a 1-D gradWeight
+    dict(self_shape=(7,), weight_shape=(1,)),  # 1-D self: C = 1
+    dict(self_shape=(2, 3), weight_shape=(3,), g_shape=(3,)),  # grad_output broadcast by aclnn
+    dict(self_shape=(4, 3, 5), weight_shape=(3,), g_shape=(1, 3, 5)),
+])
+def test_prelu_backward_shapes(standin, case, dtype):
+    g, x, w = prelu_inputs(dtype, **case)
+    gi, gw = npu(ops.prelu_backward.default, g, x, w)
+    egi, egw = ops.prelu_backward(g, x, w)
+    assert_close(gi, egi)
+    assert_close(gw, egw)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_prelu_backward_out(standin, dtype):
+    g, x, w = prelu_inputs(dtype, weight_shape=(3, 1))
+    gi, gw = noncontiguous_out((4, 3, 5), dtype), noncontiguous_out((3, 1), dtype)
+    assert npu(ops.prelu_backward.out, g, x, w, grad_input=gi, grad_weight=gw) is None
+    egi, egw = ops.prelu_backward(g, x, w)
+    assert_close(gi, egi)
+    assert_close(gw, egw)
+
+
+def test_prelu_backward_nan_input(standin):
+    g, x, w = prelu_inputs(torch.float32)
+    x[1, 2, 3] = float("nan")  # takes the x <= 0 branch: NaN grad_weight for channel 2
+    gi, gw = npu(ops.prelu_backward.default, g, x, w)
+    egi, egw = ops.prelu_backward(g, x, w)
+    assert math.isnan(gw[2]) and not math.isnan(gw[0])
+    assert_close(gi, egi)
+    assert_close(gw, egw)
+
+
+GROUP_CASES = [
+    ([3, 3, 7, 10], 0),  # cumulative ends, with an empty group
+    ([2, 5, 10], 0),
+    ([3, 0, 4, 3], 1),  # counts, with an empty group
+    ([10], 1),
+]
+
+
+@pytest.mark.parametrize("kind", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("idx_dtype", [torch.int32, torch.int64])
+@pytest.mark.parametrize("case", GROUP_CASES)
+def test_grouped_bias_add_grad(standin, case, idx_dtype, dtype, kind):
+    values, idx_type = case
+    torch.manual_seed(5)
+    gy = torch.randn(10, 8).to(dtype)
+    idx = torch.tensor(values, dtype=idx_dtype)
+    standin.standin_reset()
+    got = npu(ops.grouped_bias_add_grad.default, layout(gy, kind), idx, idx_type)
+    # type 1 (counts) needs GroupedBiasAddGradV2; type 0 GroupedBiasAddGrad
+    assert aclnn_calls(standin) == {"aclnnGroupedBiasAddGradV2" if idx_type == 1 else "aclnnGroupedBiasAddGrad": 2}
+    assert_close(got, ops.grouped_bias_add_grad(gy, idx, idx_type))
+
+
+@pytest.mark.parametrize("kind", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_grouped_bias_add_grad_3d(standin, dtype, kind):
+    torch.manual_seed(6)
+    gy = torch.randn(4, 5, 8).to(dtype)
+    standin.standin_reset()
+    got = npu(ops.grouped_bias_add_grad.default, layout(gy, kind), None, 0)
+    assert aclnn_calls(standin) == {"aclnnGroupedBiasAddGrad": 2}
+    assert_close(got, ops.grouped_bias_add_grad(gy, None, 0))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", GROUP_CASES)
+def test_grouped_bias_add_grad_out(standin, case, dtype):
+    values, idx_type = case
+    torch.manual_seed(7)
+    gy = torch.randn(10, 8).to(dtype)
+    idx = torch.tensor(values)
+    out = noncontiguous_out((len(values), 8), dtype)  # NaN-filled: empty groups must be zeroed
+    assert npu(ops.grouped_bias_add_grad.out, gy, idx, idx_type, out=out) is None
+    assert_close(out, ops.grouped_bias_add_grad(gy, idx, idx_type))
+
+
+def softmax_inputs(dtype, shape=(2, 3, 4, 16), mask_shape=(2, 3, 4, 16), scale=0.5):
+    torch.manual_seed(8)
+    x = torch.randn(shape)
+    mask = torch.rand(mask_shape) < 0.3
+    y = torch.softmax((x * scale).masked_fill(mask, -10000.0), dim=-1)
+    g = torch.randn(shape)
+    return g.to(dtype), y.to(dtype), mask
+
+
+@pytest.mark.parametrize("kind", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scaled_masked_softmax_backward(standin, dtype, kind):
+    g, y, mask = softmax_inputs(dtype)
+    standin.standin_reset()
+    got = npu(ops.scaled_masked_softmax_backward.default, layout(g, kind), layout(y, kind), layout(mask, kind),
+              0.5, False)
+    assert aclnn_calls(standin) == {"aclnnScaledMaskedSoftmaxBackward": 2}
+    assert_close(got, ops.scaled_masked_softmax_backward(g, y, mask, 0.5, False))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mask_shape", [(1, 3, 4, 16), (2, 1, 4, 16), (1, 1, 4, 16)])
+def test_scaled_masked_softmax_backward_broadcast_mask(standin, mask_shape, dtype):
+    g, y, mask = softmax_inputs(dtype, mask_shape=mask_shape)
+    expected = ops.scaled_masked_softmax_backward(g, y, mask, 1.5, False)
+    assert_close(npu(ops.scaled_masked_softmax_backward.default, g, y, mask, 1.5, False), expected)
+    # the same mask expanded to the full shape (stride-0 dims)
+    assert_close(npu(ops.scaled_masked_softmax_backward.default, g, y, mask.expand(g.shape), 1.5, False), expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scaled_masked_softmax_backward_fix_triu_mask(standin, dtype):
+    g, y, _ = softmax_inputs(dtype, shape=(2, 3, 5, 7), mask_shape=(2, 3, 5, 7))
+    causal = torch.ones(5, 7, dtype=torch.bool).triu(1).expand(2, 3, 5, 7)
+    ignored_mask = torch.zeros(1, dtype=torch.int8)  # fix_triu_mask=True ignores the mask argument
+    got = npu(ops.scaled_masked_softmax_backward.default, g, y, ignored_mask, 2.0, True)
+    assert_close(got, ops.scaled_masked_softmax_backward(g, y, causal, 2.0, False))
+    assert_close(got, ops.scaled_masked_softmax_backward(g, y, ignored_mask, 2.0, True))
+    assert (got[..., causal[0, 0]] == 0).all() and (got[..., ~causal[0, 0]] != 0).any()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scaled_masked_softmax_backward_out(standin, dtype):
+    g, y, mask = softmax_inputs(dtype)
+    out = noncontiguous_out(g.shape, dtype)
+    assert npu(ops.scaled_masked_softmax_backward.out, g, y, mask, 0.5, True, out=out) is None
+    assert_close(out, ops.scaled_masked_softmax_backward(g, y, mask, 0.5, True))
+
+
+def logit_inputs(dtype, shape=(6, 7)):
+    torch.manual_seed(9)
+    x = torch.rand(shape) * 1.4 - 0.2  # some values outside [0, 1]
+    x.view(-1)[:4] = torch.tensor([0.0, 1.0, 0.05, 0.95])
+    dy = torch.randn(shape)
+    return x.to(dtype), dy.to(dtype)
+
+
+@pytest.mark.parametrize("kind", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("eps", [-1.0, 0.0, 0.1, 1.0, 2.0, math.inf, math.nan])
+def test_logit_grad(standin, eps, dtype, kind):
+    x, dy = logit_inputs(dtype)
+    standin.standin_reset()
+    got = npu(ops.logit_grad.default, layout(x, kind), layout(dy, kind), eps)
+    assert aclnn_calls(standin) == {"aclnnLogitGrad": 2}
+    assert_close(got, ops.logit_grad(x, dy, eps))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_logit_grad_broadcast_and_out(standin, dtype):
+    x, dy = logit_inputs(dtype, shape=(7,))
+    xe, dye = x.expand(5, 7), dy.unsqueeze(1).expand(7, 5).t()  # stride-0 views (dy transposed too)
+    assert_close(npu(ops.logit_grad.default, xe, dye, 0.05), ops.logit_grad(xe.contiguous(), dye.contiguous(), 0.05))
+    out = noncontiguous_out((5, 7), dtype)
+    assert npu(ops.logit_grad.out, xe, dye, -1.0, dx=out) is None
+    assert_close(out, ops.logit_grad(xe.contiguous(), dye.contiguous(), -1.0))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Empty inputs: correctly shaped outputs, reductions over nothing are zeros (aclnn would leave them untouched).
+
+def test_empty_inputs(standin):
+    standin.standin_reset()
+    gi, gw = npu(ops.prelu_backward.default, torch.randn(0, 3, 4), torch.randn(0, 3, 4), torch.randn(3))
+    assert gi.shape == (0, 3, 4) and torch.equal(gw, torch.zeros(3))
+    gw_out = torch.full((3,), float("nan"))
+    npu(ops.prelu_backward.out, torch.randn(0, 3), torch.randn(0, 3), torch.randn(3), grad_input=torch.empty(0, 3),
+        grad_weight=gw_out)
+    assert torch.equal(gw_out, torch.zeros(3))
+
+    for idx, idx_type in [([0, 0, 0], 0), ([0, 0], 1)]:
+        out = torch.full((len(idx), 8), float("nan"))
+        npu(ops.grouped_bias_add_grad.out, torch.randn(0, 8), torch.tensor(idx), idx_type, out=out)
+        assert torch.equal(out, torch.zeros(len(idx), 8))
+    assert torch.equal(npu(ops.grouped_bias_add_grad.default, torch.randn(3, 0, 8), None, 0), torch.zeros(3, 8))
+    assert npu(ops.grouped_bias_add_grad.default, torch.randn(4, 0), torch.tensor([1, 4]), 0).shape == (2, 0)
+
+    assert npu(ops.gelu_backward_v2.default, torch.randn(0, 6), torch.randn(6), "none").shape == (0, 6)
+    assert npu(ops.logit_grad.default, torch.randn(2, 0), torch.randn(2, 0), -1.0).shape == (2, 0)
+    g = torch.randn(2, 0, 4, 4)
+    assert npu(ops.scaled_masked_softmax_backward.default, g, g, torch.ones(1, 1, 4, 4, dtype=torch.bool), 1.0,
+               True).shape == (2, 0, 4, 4)
+    assert aclnn_calls(standin) == {}  # nothing to compute: aclnn is never called
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Validation: the shared checks (plus the NPU dtype guard) raise before any aclnn call.
+
+FP64_CASES = [
+    (ops.logit_grad.default, lambda: (torch.rand(3, dtype=torch.float64), torch.rand(3, dtype=torch.float64), -1.0),
+     "npu_ext.logit_grad: x must have dtype torch.float16, torch.bfloat16 or torch.float32, but got torch.float64"),
+    (ops.gelu_backward_v2.default, lambda: (torch.rand(3), torch.rand(3, dtype=torch.float64), "none"),
+     "npu_ext.gelu_backward_v2: self must have dtype torch.float16, torch.bfloat16 or torch.float32, "
+     "but got torch.float64"),
+    (ops.prelu_backward.default, lambda: (torch.rand(2, 3).double(), torch.rand(2, 3).double(), torch.rand(3).double()),
+     "npu_ext.prelu_backward: self must have dtype torch.float16, torch.bfloat16 or torch.float32, "
+     "but got torch.float64"),
+    (ops.grouped_bias_add_grad.default, lambda: (torch.rand(4, 2).double(), torch.tensor([4]), 0),
+     "npu_ext.grouped_bias_add_grad: grad_y must have dtype torch.float16, torch.bfloat16 or torch.float32, "
+     "but got torch.float64"),
+    (ops.scaled_masked_softmax_backward.default,
+     lambda: (torch.rand(1, 1, 2, 2).double(), torch.rand(1, 1, 2, 2).double(),
+              torch.zeros(1, 1, 2, 2, dtype=torch.bool), 1.0, False),
+     "npu_ext.scaled_masked_softmax_backward: grad_output must have dtype torch.float16, torch.bfloat16 or "
+     "torch.float32, but got torch.float64"),
+]
+
+
+@pytest.mark.parametrize("op,make_args,message", FP64_CASES)
+def test_fp64_rejected_before_aclnn(standin, op, make_args, message):
+    standin.standin_reset()
+    with pytest.raises(RuntimeError) as e:
+        npu(op, *make_args())
+    assert str(e.value).splitlines()[0] == message
+    assert aclnn_calls(standin) == {}
+
+
+BAD_GROUP_IDX = [
+    ([3, 2, 10], 0, "npu_ext.grouped_bias_add_grad: group_idx must be non-decreasing (cumulative end offsets), "
+                    "but group_idx[1] = 2 < group_idx[0] = 3"),
+    ([3, -1, 10], 0, "npu_ext.grouped_bias_add_grad: group_idx must be non-negative, but group_idx[1] = -1"),
+    ([3, 7, 9], 0, "npu_ext.grouped_bias_add_grad: the last entry of group_idx must equal the number of rows of "
+                   "grad_y (10), but got 9"),
+    ([3, 7, 12], 0, "npu_ext.grouped_bias_add_grad: group_idx[2] = 12 exceeds the number of rows of grad_y (10)"),
+    ([3, 4, 4], 1, "npu_ext.grouped_bias_add_grad: group_idx counts must sum to the number of rows of grad_y (10), "
+                   "but the first 3 counts already sum to 11"),
+    ([3, 4, 2], 1, "npu_ext.grouped_bias_add_grad: group_idx counts must sum to the number of rows of grad_y (10), "
+                   "but they sum to 9"),
+    ([5, -2, 7], 1, "npu_ext.grouped_bias_add_grad: group_idx must be non-negative, but group_idx[1] = -2"),
+]
+
+
+@pytest.mark.parametrize("values,idx_type,message", BAD_GROUP_IDX)
+def test_grouped_bias_add_grad_bad_group_idx(standin, values, idx_type, message):
+    gy, idx = torch.randn(10, 4), torch.tensor(values, dtype=torch.int32)
+    standin.standin_reset()
+    for call in [lambda: npu(ops.grouped_bias_add_grad.default, gy, idx, idx_type),
+                 lambda: npu(ops.grouped_bias_add_grad.out, gy, idx, idx_type, out=torch.empty(len(values), 4))]:
+        with pytest.raises(RuntimeError) as e:
+            call()
+        assert str(e.value).splitlines()[0] == message
+    assert aclnn_calls(standin) == {}
+
+
+SHARED_CHECK_CASES = [
+    (ops.logit_grad.default, lambda: (torch.rand(3), torch.rand(4), -1.0)),
+    (ops.logit_grad.out, lambda: (torch.rand(3), torch.rand(3), -1.0), lambda: dict(dx=torch.empty(3).half())),
+    (ops.gelu_backward_v2.default, lambda: (torch.rand(3), torch.rand(3), "Tanh")),
+    (ops.gelu_backward_v2.default, lambda: (torch.rand(3), torch.rand(4), "none")),
+    (ops.gelu_backward_v2.out, lambda: (torch.rand(3).half(), torch.rand(3), "none"),
+     lambda: dict(grad_input=torch.empty(3).half())),
+    (ops.prelu_backward.default, lambda: (torch.rand(2, 3), torch.rand(2, 3), torch.rand(2))),
+    (ops.prelu_backward.default, lambda: (torch.rand(2, 3).half(), torch.rand(2, 3), torch.rand(3))),
+    (ops.grouped_bias_add_grad.default, lambda: (torch.rand(4, 2), torch.tensor([4.0]), 0)),
+    (ops.grouped_bias_add_grad.default, lambda: (torch.rand(4, 2), torch.tensor([4]), 2)),
+    (ops.grouped_bias_add_grad.default, lambda: (torch.rand(4, 2), None, 0)),
+    (ops.scaled_masked_softmax_backward.default,
+     lambda: (torch.rand(1, 1, 2, 2), torch.rand(1, 1, 2, 2), torch.zeros(1, 1, 2, 2), 1.0, False)),
+    (ops.scaled_masked_softmax_backward.default,
+     lambda: (torch.rand(1, 1, 2, 5000), torch.rand(1, 1, 2, 5000), torch.zeros(1, 1, 2, 2), 1.0, True)),
+]
+
+
+@pytest.mark.parametrize("case", SHARED_CHECK_CASES)
+def test_shared_validation_before_aclnn(standin, case):
+    """The NPU kernels raise exactly what the CPU kernels raise (one shared implementation), before aclnn."""
+    op, make_args = case[0], case[1]
+    make_kwargs = case[2] if len(case) > 2 else dict
+    with pytest.raises(RuntimeError) as cpu_error:
+        op(*make_args(), **make_kwargs())
+    standin.standin_reset()
+    with pytest.raises(RuntimeError) as npu_error:
+        npu(op, *make_args(), **make_kwargs())
+    assert str(npu_error.value).splitlines()[0] == str(cpu_error.value).splitlines()[0]
+    assert str(npu_error.value).startswith("npu_ext.")
+    assert aclnn_calls(standin) == {}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The stand-in's C ABI, called directly.
+
+ACL_FLOAT, ACL_FLOAT16, ACL_INT32, ACL_BOOL = 0, 1, 3, 12
+ACL_FORMAT_ND = 2
+NULLPTR, INVALID = 161001, 161002
+P = ctypes.c_void_p
+
+
+class Abi:
+    def __init__(self, lib):
+        self.lib = lib
+        lib.aclCreateTensor.restype = P
+        lib.aclCreateTensor.argtypes = [P, ctypes.c_uint64, ctypes.c_int32, P, ctypes.c_int64, ctypes.c_int32, P,
+                                        ctypes.c_uint64, P]
+        lib.aclDestroyTensor.argtypes = [P]
+        self.keep = []
+
+    def tensor(self, t, dtype_code=None, sizes=None, strides=None, offset=None, storage=None):
+        codes = {torch.float32: ACL_FLOAT, torch.float16: ACL_FLOAT16, torch.int32: ACL_INT32, torch.bool: ACL_BOOL}
+        sizes = (ctypes.c_int64 * t.dim())(*(t.shape if sizes is None else sizes))
+        strides = (ctypes.c_int64 * t.dim())(*(t.stride() if strides is None else strides))
+        storage_dims = (ctypes.c_int64 * 1)(t.untyped_storage().nbytes() // t.element_size() if storage is None
+                                            else storage)
+        self.keep += [sizes, strides, storage_dims, t]
+        return self.lib.aclCreateTensor(sizes, t.dim(), codes[t.dtype] if dtype_code is None else dtype_code, strides,
+                                        t.storage_offset() if offset is None else offset, ACL_FORMAT_ND, storage_dims,
+                                        1, t.untyped_storage().data_ptr())
+
+    def phase1(self, api, *args, ws=True, ex=True):
+        size, executor = ctypes.c_uint64(123), P()
+        fn = getattr(self.lib, api + "GetWorkspaceSize")
+        status = fn(*args, ctypes.byref(size) if ws else None, ctypes.byref(executor) if ex else None)
+        return status, size.value, executor
+
+    def run(self, api, size, executor):
+        ws = ctypes.create_string_buffer(max(size, 1))
+        getattr(self.lib, api).argtypes = [P, ctypes.c_uint64, P, P]
+        return getattr(self.lib, api)(ws if size else None, size, executor, None)
+
+
+@pytest.fixture
+def abi(standin):
+    return Abi(standin)
+
+
+def test_abi_logit_grad(abi):
+    lib = abi.lib
+    lib.aclnnLogitGradGetWorkspaceSize.argtypes = [P, P, ctypes.c_double, P, P, P]
+    x, dy, out = torch.tensor([0.25, 0.5]), torch.tensor([3.0, 1.0]), torch.zeros(2)
+    tx, tdy, tout = abi.tensor(x), abi.tensor(dy), abi.tensor(out)
+    assert abi.phase1("aclnnLogitGrad", None, tdy, -1.0, tout)[0] == NULLPTR
+    assert abi.phase1("aclnnLogitGrad", tx, tdy, -1.0, None)[0] == NULLPTR
+    assert abi.phase1("aclnnLogitGrad", tx, tdy, -1.0, tout, ws=False)[0] == NULLPTR
+    assert abi.phase1("aclnnLogitGrad", tx, tdy, -1.0, tout, ex=False)[0] == NULLPTR
+    half = abi.tensor(dy.half())
+    assert abi.phase1("aclnnLogitGrad", tx, half, -1.0, tout)[0] == INVALID  # dtype mismatch
+    assert abi.phase1("aclnnLogitGrad", tx, abi.tensor(torch.zeros(3)), -1.0, tout)[0] == INVALID  # shape mismatch
+    assert abi.phase1("aclnnLogitGrad", tx, abi.tensor(dy, dtype_code=99), -1.0, tout)[0] == INVALID  # bad code
+    assert abi.phase1("aclnnLogitGrad", tx, abi.tensor(dy, offset=1), -1.0, tout)[0] == INVALID  # past storage
+    assert abi.phase1("aclnnLogitGrad", tx, abi.tensor(dy, strides=[2]), -1.0, tout)[0] == INVALID  # past storage
+    assert abi.run("aclnnLogitGrad", 0, None) == NULLPTR  # null executor (a failed phase 1)
+    status, size, executor = abi.phase1("aclnnLogitGrad", tx, tdy, -1.0, tout)
+    assert status == 0 and executor.value
+    assert abi.run("aclnnLogitGrad", size, executor) == 0
+    assert torch.equal(out, dy / (x * (1 - x)))
+    for t in [tx, tdy, tout, half]:
+        assert lib.aclDestroyTensor(t) == 0
+    assert lib.aclDestroyTensor(None) == 0
+
+
+def test_abi_gelu_backward_v2(abi):
+    lib = abi.lib
+    lib.aclnnGeluBackwardV2GetWorkspaceSize.argtypes = [P, P, ctypes.c_char_p, P, P, P]
+    g, x, out = torch.ones(3), torch.tensor([-1.0, 0.0, 2.0]), torch.zeros(3)
+    tg, tx, tout = abi.tensor(g), abi.tensor(x), abi.tensor(out)
+    assert abi.phase1("aclnnGeluBackwardV2", tg, tx, None, tout)[0] == NULLPTR
+    assert abi.phase1("aclnnGeluBackwardV2", tg, tx, b"Tanh", tout)[0] == INVALID
+    assert abi.phase1("aclnnGeluBackwardV2", tg, tx, b"none", abi.tensor(torch.zeros(3).half()))[0] == INVALID
+    status, size, executor = abi.phase1("aclnnGeluBackwardV2", tg, tx, b"none", tout)
+    assert status == 0 and abi.run("aclnnGeluBackwardV2", size, executor) == 0
+    expected = 0.5 * (1 + torch.erf(x / math.sqrt(2))) + x * torch.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+    torch.testing.assert_close(out, expected)
+
+
+def test_abi_prelu_backward(abi):
+    lib = abi.lib
+    lib.aclnnPreluBackwardGetWorkspaceSize.argtypes = [P, P, P, P, P, P, P]
+    x = torch.tensor([[1.0, -2.0], [-3.0, 4.0]])
+    g, w = torch.ones(2, 2), torch.tensor([0.5, 0.25])
+    gi, gw = torch.zeros(2, 2), torch.zeros(2)
+    args = [abi.tensor(g), abi.tensor(x), abi.tensor(w), abi.tensor(gi)]
+    assert abi.phase1("aclnnPreluBackward", *args, None)[0] == NULLPTR
+    assert abi.phase1("aclnnPreluBackward", *args, abi.tensor(torch.zeros(2, 1)))[0] == INVALID  # not 1-D
+    status, size, executor = abi.phase1("aclnnPreluBackward", *args, abi.tensor(gw))
+    assert status == 0 and size > 0
+    assert abi.run("aclnnPreluBackward", 0, executor) == INVALID  # workspace size differs from phase 1
+    status, size, executor = abi.phase1("aclnnPreluBackward", *args, abi.tensor(gw))
+    assert abi.run("aclnnPreluBackward", size, executor) == 0
+    assert torch.equal(gi, torch.tensor([[1.0, 0.25], [0.5, 1.0]]))
+    assert torch.equal(gw, torch.tensor([-3.0, -2.0]))
+
+
+def test_abi_grouped_bias_add_grad(abi):
+    lib = abi.lib
+    lib.aclnnGroupedBiasAddGradGetWorkspaceSize.argtypes = [P, P, P, P, P]
+    lib.aclnnGroupedBiasAddGradV2GetWorkspaceSize.argtypes = [P, P, ctypes.c_int64, P, P, P]
+    gy, out = torch.arange(8.0).view(4, 2), torch.zeros(2, 2)
+    tgy, tout = abi.tensor(gy), abi.tensor(out)
+    idx = abi.tensor(torch.tensor([1, 3], dtype=torch.int32))
+    assert abi.phase1("aclnnGroupedBiasAddGrad", None, idx, tout)[0] == NULLPTR
+    assert abi.phase1("aclnnGroupedBiasAddGrad", tgy, None, tout)[0] == INVALID  # 2-D gradY needs groupIdx
+    assert abi.phase1("aclnnGroupedBiasAddGradV2", tgy, idx, 2, tout)[0] == INVALID
+    assert abi.phase1("aclnnGroupedBiasAddGradV2", tgy, abi.tensor(torch.tensor([[4]], dtype=torch.int32)), 0,
+                      tout)[0] == INVALID
+    status, size, executor = abi.phase1("aclnnGroupedBiasAddGradV2", tgy, idx, 1, tout)  # counts 1, 3
+    assert status == 0 and abi.run("aclnnGroupedBiasAddGradV2", size, executor) == 0
+    assert torch.equal(out, torch.tensor([[0.0, 1.0], [2 + 4 + 6.0, 3 + 5 + 7.0]]))
+
+
+def test_abi_scaled_masked_softmax_backward(abi):
+    lib = abi.lib
+    lib.aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize.argtypes = [P, P, P, ctypes.c_double, ctypes.c_bool, P, P, P]
+    g, y = torch.tensor([[[[1.0, 2.0]]]]), torch.tensor([[[[0.25, 0.75]]]])
+    mask, out = torch.tensor([[[[False, True]]]]), torch.zeros(1, 1, 1, 2)
+    args = [abi.tensor(g), abi.tensor(y), abi.tensor(mask)]
+    assert abi.phase1("aclnnScaledMaskedSoftmaxBackward", *args, 1.0, True, abi.tensor(out))[0] == INVALID
+    assert abi.phase1("aclnnScaledMaskedSoftmaxBackward", *args[:2], abi.tensor(mask.float()), 1.0, False,
+                      abi.tensor(out))[0] == INVALID  # mask must be bool
+    assert abi.phase1("aclnnScaledMaskedSoftmaxBackward", *args[:2], None, 1.0, False, abi.tensor(out))[0] == NULLPTR
+    status, size, executor = abi.phase1("aclnnScaledMaskedSoftmaxBackward", *args, 2.0, False, abi.tensor(out))
+    assert status == 0 and abi.run("aclnnScaledMaskedSoftmaxBackward", size, executor) == 0
+    s = 1.0 * 0.25 + 2.0 * 0.75
+    assert torch.equal(out, torch.tensor([[[[2.0 * (1.0 - s) * 0.25, 0.0]]]]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_standin_rounding_is_bit_exact(standin, dtype):
+    """logit_grad is one fp32 expression rounded once: the stand-in's own fp16/bf16 conversions (normal,
+    subnormal, overflow to inf) must give the CPU kernel's bits exactly."""
+    torch.manual_seed(10)
+    x = (torch.rand(4096) * 1.2 - 0.1).to(dtype)
+    dy = (torch.randn(4096) * 1e3).to(dtype)
+    special = {torch.float16: [1e-7, 6e-8, 3e-8, 65519.0, 65520.0, 1e5, -1e-6],
+               torch.bfloat16: [1e-40, 3e38, -1e-30], torch.float32: [1e-45, 3e38, -1e-38]}[dtype]
+    x = torch.cat([x, torch.full((len(special),), 0.5, dtype=dtype)])
+    dy = torch.cat([dy, torch.tensor(special).to(dtype)])
+    got, expected = npu(ops.logit_grad.default, x, dy, 0.01), ops.logit_grad(x, dy, 0.01)
+    assert torch.equal(got.view(torch.int16 if dtype != torch.float32 else torch.int32),
+                       expected.view(torch.int16 if dtype != torch.float32 else torch.int32))

@@ -1,0 +1,377 @@
+"""The five operators on CPU against the float64 oracle of SPEC.md: every dtype, layout and edge case."""
+
+import math
+
+import pytest
+import torch
+
+import oracle
+from helpers import FLOAT_DTYPES, LAYOUTS, make, relayout
+from oracle import assert_accurate
+
+ops = torch.ops.npu_ext
+
+
+# --------------------------------------------------------------------------------------------------------
+# gelu_backward_v2
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_gelu_backward_v2(dtype, approximate, layout):
+    g = make([5, 37, 19], dtype, layout=layout)
+    x = make([5, 37, 19], dtype, low=-6, high=6, layout="sliced" if layout == "contiguous" else layout)
+    out = ops.gelu_backward_v2(g, x, approximate)
+    assert out.dtype == dtype and out.is_contiguous()
+    assert_accurate(out, oracle.gelu_backward_v2(g, x, approximate), dtype, f"gelu {approximate}")
+
+
+@pytest.mark.parametrize("g_shape,x_shape,out_shape", [
+    ([5, 1, 7], [1, 4, 7], [5, 4, 7]),
+    ([7], [3, 7], [3, 7]),
+    ([3, 7], [], [3, 7]),
+    ([], [2, 3], [2, 3]),
+    ([], [], []),
+])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_backward_v2_broadcast(g_shape, x_shape, out_shape, approximate):
+    g = make(g_shape, torch.float32)
+    x = make(x_shape, torch.float32)
+    out = ops.gelu_backward_v2(g, x, approximate=approximate)
+    assert list(out.shape) == out_shape
+    assert_accurate(out, oracle.gelu_backward_v2(g, x, approximate), torch.float32)
+
+
+@pytest.mark.parametrize("g_dtype,x_dtype,expected", [
+    (torch.float16, torch.float32, torch.float32),
+    (torch.float32, torch.bfloat16, torch.float32),
+    (torch.float16, torch.bfloat16, torch.float32),
+    (torch.bfloat16, torch.float64, torch.float64),
+])
+def test_gelu_backward_v2_mixed_dtypes(g_dtype, x_dtype, expected):
+    g = make([4, 9], g_dtype)
+    x = make([4, 9], x_dtype)
+    out = ops.gelu_backward_v2(g, x)
+    assert out.dtype == expected == torch.result_type(g, x)
+    assert_accurate(out, oracle.gelu_backward_v2(g, x), expected)
+
+
+def test_gelu_backward_v2_zero_dim_does_not_promote():
+    g = torch.tensor(1.5, dtype=torch.float32)  # a 0-dim fp32 tensor does not lift an fp16 tensor
+    x = make([6], torch.float16)
+    out = ops.gelu_backward_v2(g, x)
+    assert out.dtype == torch.float16
+    assert_accurate(out, oracle.gelu_backward_v2(g, x), torch.float16)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_backward_v2_special_values(approximate):
+    x = torch.tensor([0.0, -0.0, 1e-30, -1e-30, 40.0, -40.0, math.inf, -math.inf, math.nan])
+    g = torch.ones_like(x)
+    out = ops.gelu_backward_v2(g, x, approximate)
+    assert_accurate(out, oracle.gelu_backward_v2(g, x, approximate), torch.float32)
+    assert out[0] == 0.5 and out[4] == 1.0 and out[5] == 0.0
+
+
+@pytest.mark.parametrize("shape", [[0], [3, 0], [0, 5, 2]])
+def test_gelu_backward_v2_empty(shape):
+    out = ops.gelu_backward_v2(torch.empty(shape), torch.empty(shape), "tanh")
+    assert list(out.shape) == shape
+
+
+def test_gelu_backward_v2_out():
+    g, x = make([6, 8], torch.float16), make([6, 8], torch.float16)
+    out = torch.full([8, 6], 7.0, dtype=torch.float16).t()  # a transposed destination
+    assert ops.gelu_backward_v2.out(g, x, "tanh", grad_input=out) is None
+    torch.testing.assert_close(out, ops.gelu_backward_v2(g, x, "tanh"), atol=0, rtol=0)
+
+
+# --------------------------------------------------------------------------------------------------------
+# prelu_backward
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("weight_numel", [1, 6])
+def test_prelu_backward(dtype, layout, weight_numel):
+    x = make([4, 6, 5, 3], dtype, layout=layout)
+    g = make([4, 6, 5, 3], dtype, layout="transposed" if layout == "contiguous" else "contiguous")
+    w = make([weight_numel], dtype, low=-1, high=1)
+    gi, gw = ops.prelu_backward(g, x, w)
+    egi, egw = oracle.prelu_backward(g, x, w)
+    assert gi.dtype == gw.dtype == dtype and gi.shape == x.shape and gw.shape == w.shape
+    assert_accurate(gi, egi, dtype, "grad_input")
+    assert_accurate(gw, egw, dtype, "grad_weight")
+
+
+@pytest.mark.parametrize("x_shape,w_shape,g_shape", [
+    ([], [1], []),                    # 0-dim input: C = 1
+    ([17], [1], [17]),                # 1-D input: C = 1
+    ([17], [], [1]),                  # 0-dim weight, broadcast grad_output
+    ([33, 8], [8], [33, 8]),          # (N, C): channel is the innermost dim
+    ([33, 8], [1], [8]),              # one weight for C > 1 channels
+    ([2, 3, 4, 5, 6], [3], [3, 1, 1, 1]),
+    ([2, 3, 1, 1, 1, 1, 1, 2], [3], [2, 3, 1, 1, 1, 1, 1, 2]),  # rank 8
+    ([3, 1, 4], [1], [3, 1, 4]),      # C == 1 with dim > 1
+])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_prelu_backward_shapes(x_shape, w_shape, g_shape, dtype):
+    x, g, w = make(x_shape, dtype), make(g_shape, dtype), make(w_shape, dtype, low=-1, high=1)
+    gi, gw = ops.prelu_backward(g, x, w)
+    egi, egw = oracle.prelu_backward(g, x, w)
+    assert list(gi.shape) == x_shape and list(gw.shape) == w_shape
+    assert_accurate(gi, egi, dtype)
+    assert_accurate(gw, egw, dtype)
+
+
+def test_prelu_backward_large_reduction():
+    # Many reduction blocks per channel, and a channel count that does not divide the block size.
+    x = make([64, 3, 1031], torch.float32)
+    g = make([64, 3, 1031], torch.float32)
+    w = torch.tensor([0.25, -0.5, 2.0])
+    gi, gw = ops.prelu_backward(g, x, w)
+    egi, egw = oracle.prelu_backward(g, x, w)
+    assert_accurate(gi, egi, torch.float32)
+    assert_accurate(gw, egw, torch.float32)
+
+
+def test_prelu_backward_nan_and_zero_take_negative_branch():
+    x = torch.tensor([[math.nan, 0.0, -0.0, 2.0]]).t().contiguous()  # (4, 1): C = 1
+    g = torch.tensor([[1.0, 3.0, 5.0, 7.0]]).t().contiguous()
+    w = torch.tensor([0.5])
+    gi, gw = ops.prelu_backward(g, x, w)
+    assert gi.flatten().tolist() == [0.5, 1.5, 2.5, 7.0]
+    assert math.isnan(gw.item())
+
+
+@pytest.mark.parametrize("x_shape,w_shape", [([0, 6, 5], [6]), ([4, 0], [1]), ([0], [1])])
+def test_prelu_backward_empty(x_shape, w_shape):
+    gi, gw = ops.prelu_backward(torch.empty(x_shape), torch.empty(x_shape), torch.ones(w_shape))
+    assert list(gi.shape) == x_shape
+    assert torch.equal(gw, torch.zeros(w_shape))  # a reduction over nothing
+
+
+def test_prelu_backward_out():
+    x, g, w = make([4, 6, 5], torch.float32), make([4, 6, 5], torch.float32), make([6], torch.float32)
+    gi = torch.empty([5, 6, 4]).permute(2, 1, 0)
+    gw = torch.full([12], 9.0)[::2]
+    assert ops.prelu_backward.out(g, x, w, grad_input=gi, grad_weight=gw) is None
+    egi, egw = ops.prelu_backward(g, x, w)
+    assert torch.equal(gi, egi) and torch.equal(gw, egw)
+
+
+# --------------------------------------------------------------------------------------------------------
+# grouped_bias_add_grad
+def _ends_and_counts(sizes):
+    ends = torch.tensor(sizes).cumsum(0).tolist() if sizes else []
+    return ends, list(sizes)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES[:3] + [torch.float64])
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
+@pytest.mark.parametrize("group_idx_type", [0, 1])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
+def test_grouped_bias_add_grad(dtype, index_dtype, group_idx_type, layout):
+    sizes = [3, 0, 40, 1, 0, 700, 17, 0]  # empty groups first, middle and last
+    ends, counts = _ends_and_counts(sizes)
+    n = sum(sizes)
+    grad_y = make([n, 65], dtype, layout=layout)
+    group_idx = torch.tensor(ends if group_idx_type == 0 else counts, dtype=index_dtype)
+    out = ops.grouped_bias_add_grad(grad_y, group_idx, group_idx_type)
+    assert out.shape == (len(sizes), 65) and out.dtype == dtype
+    expected = oracle.grouped_bias_add_grad(grad_y, group_idx, group_idx_type)
+    assert_accurate(out, expected, dtype)
+    for j, size in enumerate(sizes):
+        if size == 0:
+            assert torch.equal(out[j], torch.zeros(65, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced", "expanded"])
+def test_grouped_bias_add_grad_3d(dtype, layout):
+    grad_y = make([6, 130, 33], dtype, layout=layout)
+    out = ops.grouped_bias_add_grad(grad_y)
+    assert out.shape == (6, 33)
+    assert_accurate(out, oracle.grouped_bias_add_grad(grad_y), dtype)
+
+
+def test_grouped_bias_add_grad_long_group_small_hidden():
+    grad_y = make([50000, 3], torch.float32)  # many row blocks in one group
+    group_idx = torch.tensor([1, 49000, 50000])
+    out = ops.grouped_bias_add_grad(grad_y, group_idx)
+    assert_accurate(out, oracle.grouped_bias_add_grad(grad_y, group_idx), torch.float32)
+
+
+@pytest.mark.parametrize("grad_y_shape,group_idx,expected_shape", [
+    ([0, 4], [0, 0], [2, 4]),  # no rows: every group is empty
+    ([0, 4], [], [0, 4]),      # no groups and no rows
+    ([5, 0], [2, 5], [2, 0]),  # no columns
+    ([0, 3, 4], None, [0, 4]),
+    ([2, 0, 4], None, [2, 4]),  # a sum over nothing
+])
+def test_grouped_bias_add_grad_empty(grad_y_shape, group_idx, expected_shape):
+    gi = None if group_idx is None else torch.tensor(group_idx, dtype=torch.int64)
+    out = ops.grouped_bias_add_grad(torch.ones(grad_y_shape), gi)
+    assert torch.equal(out, torch.zeros(expected_shape))
+
+
+def test_grouped_bias_add_grad_max_groups():
+    group_idx = torch.arange(1, 2049, dtype=torch.int32)
+    grad_y = make([2048, 8], torch.float32)
+    out = ops.grouped_bias_add_grad(grad_y, group_idx)
+    assert torch.equal(out, grad_y)
+
+
+def test_grouped_bias_add_grad_out():
+    grad_y = make([30, 7], torch.bfloat16)
+    gi = torch.tensor([10, 10, 30])
+    out = torch.full([7, 3], 5.0, dtype=torch.bfloat16).t()
+    assert ops.grouped_bias_add_grad.out(grad_y, gi, 0, out=out) is None
+    assert torch.equal(out, ops.grouped_bias_add_grad(grad_y, gi))
+
+
+# --------------------------------------------------------------------------------------------------------
+# scaled_masked_softmax_backward
+def _softmax_inputs(shape, dtype, mask_shape, layout="contiguous", scale=1.0):
+    """y from the forward convention softmax((x * scale).masked_fill(mask, -10000)), so that masked
+    positions hold (near) zero probability, as in training. g and y are given the requested layout."""
+    x = make(shape, torch.float64, layout=layout)
+    mask = torch.rand(mask_shape) < 0.3
+    y = torch.softmax((x * scale).masked_fill(mask, -10000.0), dim=-1).to(dtype)
+    g = make(shape, dtype, layout=layout)
+    return g, relayout(y, layout), mask
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("mask_shape", [[2, 3, 9, 33], [1, 3, 9, 33], [2, 1, 9, 33], [1, 1, 9, 33]])
+@pytest.mark.parametrize("scale", [1.0, 0.125])
+def test_scaled_masked_softmax_backward(dtype, mask_shape, scale):
+    g, y, mask = _softmax_inputs([2, 3, 9, 33], dtype, mask_shape, scale=scale)
+    out = ops.scaled_masked_softmax_backward(g, y, mask, scale)
+    assert out.shape == g.shape and out.dtype == dtype and out.is_contiguous()
+    assert_accurate(out, oracle.scaled_masked_softmax_backward(g, y, mask, scale), dtype)
+    assert torch.all(out[mask.expand(g.shape)] == 0)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "sliced", "expanded"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_scaled_masked_softmax_backward_layouts(layout, dtype):
+    mask_shape = [1, 3, 16, 16] if layout == "expanded" else [2, 1, 16, 16]
+    g, y, mask = _softmax_inputs([2, 3, 16, 16], dtype, mask_shape, layout=layout)
+    mask = relayout(mask, "transposed") if layout == "transposed" else mask
+    out = ops.scaled_masked_softmax_backward(g, y, mask, 2.0)
+    assert_accurate(out, oracle.scaled_masked_softmax_backward(g, y, mask, 2.0), dtype)
+
+
+def test_scaled_masked_softmax_backward_masked_rows_and_nonfinite():
+    g, y, mask = _softmax_inputs([1, 2, 4, 8], torch.float32, [1, 2, 4, 8])
+    mask[0, 0, 1] = True   # a fully masked row
+    mask[0, 1, 2] = False  # a fully unmasked row
+    mask[0, 1, 3, 0] = True
+    g[0, 1, 3, 0] = math.nan  # NaN/Inf at masked positions become exactly 0 there
+    y[0, 0, 1, 3] = math.inf
+    out = ops.scaled_masked_softmax_backward(g, y, mask, 1.0)
+    assert torch.all(out[mask] == 0)
+    assert torch.equal(out[0, 0, 1], torch.zeros(8))
+    expected = oracle.scaled_masked_softmax_backward(g, y, mask, 1.0)
+    # the NaN at a masked position still enters its row sum (SPEC: the sum runs over the whole row)
+    assert torch.isnan(out[0, 1, 3][~mask[0, 1, 3]]).all()
+    assert_accurate(out, expected, torch.float32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("s1,s2", [(7, 7), (5, 11), (11, 5)])
+def test_scaled_masked_softmax_backward_fix_triu_mask(dtype, s1, s2):
+    causal = oracle.causal_mask(s1, s2)
+    x = make([2, 2, s1, s2], torch.float64)
+    y = torch.softmax(x.masked_fill(causal, -10000.0), -1).to(dtype)
+    g = make([2, 2, s1, s2], dtype)
+    ignored = torch.ones(1, 1, 1, 1, dtype=torch.int8)  # ignored when fix_triu_mask=True
+    out = ops.scaled_masked_softmax_backward(g, y, ignored, 0.5, True)
+    assert_accurate(out, oracle.scaled_masked_softmax_backward(g, y, None, 0.5, True), dtype)
+    assert torch.all(out[..., causal] == 0)
+
+
+@pytest.mark.parametrize("shape", [[0, 2, 3, 4], [2, 2, 3, 0], [1, 1, 0, 4]])
+def test_scaled_masked_softmax_backward_empty(shape):
+    g = torch.empty(shape)
+    mask = torch.zeros([1, 1] + shape[2:], dtype=torch.bool)
+    assert ops.scaled_masked_softmax_backward(g, g, mask).shape == g.shape
+
+
+def test_scaled_masked_softmax_backward_max_last_dim():
+    g, y, mask = _softmax_inputs([1, 1, 2, 4096], torch.float32, [1, 1, 2, 4096])
+    out = ops.scaled_masked_softmax_backward(g, y, mask)
+    assert_accurate(out, oracle.scaled_masked_softmax_backward(g, y, mask), torch.float32)
+
+
+def test_scaled_masked_softmax_backward_out_aliasing_grad_output():
+    g, y, mask = _softmax_inputs([2, 2, 5, 6], torch.float32, [1, 1, 5, 6])
+    expected = ops.scaled_masked_softmax_backward(g, y, mask, 3.0)
+    assert ops.scaled_masked_softmax_backward.out(g, y, mask, 3.0, out=g) is None  # in place
+    assert torch.equal(g, expected)
+
+
+# --------------------------------------------------------------------------------------------------------
+# logit_grad
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("eps", [-1.0, 0.0, 1e-6, 0.2])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_logit_grad(dtype, eps, layout):
+    x = make([6, 31, 7], dtype, low=-0.2, high=1.2, layout=layout)
+    dy = make([6, 31, 7], dtype, layout="sliced" if layout == "contiguous" else "contiguous")
+    out = ops.logit_grad(x, dy, eps)
+    assert out.dtype == dtype and out.shape == x.shape
+    assert_accurate(out, oracle.logit_grad(x, dy, eps), dtype, f"eps={eps}")
+
+
+NAN, INF = math.nan, math.inf
+LOGIT_X = [-0.5, 0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0, 1.5, INF, -INF, NAN]
+
+
+@pytest.mark.parametrize("eps,expected", [
+    # eps < 0: NaN outside [0, 1]; x = 0 or 1 gives Inf
+    (-1.0, [NAN, INF, 1 / 0.09, 1 / 0.1875, 4.0, 1 / 0.1875, 1 / 0.09, INF, NAN, NAN, NAN, NAN]),
+    # eps = 0: 0 outside [0, 1]
+    (0.0, [0.0, INF, 1 / 0.09, 1 / 0.1875, 4.0, 1 / 0.1875, 1 / 0.09, INF, 0.0, 0.0, 0.0, NAN]),
+    # eps > 0: 0 outside [eps, 1 - eps]
+    (0.25, [0.0, 0.0, 0.0, 1 / 0.1875, 4.0, 1 / 0.1875, 0.0, 0.0, 0.0, 0.0, 0.0, NAN]),
+    (0.5, [0.0, 0.0, 0.0, 0.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, NAN]),
+    # eps = 1 and eps > 1: 0 everywhere (the doc's NaN/Inf sentences are the forward op's)
+    (1.0, [0.0] * 11 + [NAN]),
+    (2.0, [0.0] * 11 + [NAN]),
+    (INF, [0.0] * 11 + [NAN]),
+    # eps = NaN behaves like eps < 0
+    (NAN, [NAN, INF, 1 / 0.09, 1 / 0.1875, 4.0, 1 / 0.1875, 1 / 0.09, INF, NAN, NAN, NAN, NAN]),
+])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_logit_grad_edge_table(eps, expected, dtype):
+    x = torch.tensor(LOGIT_X, dtype=dtype)
+    out = ops.logit_grad(x, torch.ones_like(x), eps)
+    assert_accurate(out, torch.tensor(expected, dtype=torch.float64), dtype, f"eps={eps}")
+    assert_accurate(out, oracle.logit_grad(x, torch.ones_like(x), eps), dtype, f"eps={eps}")
+
+
+def test_logit_grad_dy_edge_values():
+    x = torch.tensor([0.5, 0.5, 0.5, 0.0, 1.0, 2.0])
+    dy = torch.tensor([INF, -INF, NAN, 0.0, 0.0, INF])
+    out = ops.logit_grad(x, dy, -1.0)
+    expected = torch.tensor([INF, -INF, NAN, NAN, NAN, NAN], dtype=torch.float64)  # 0 / 0 = NaN at x = 0, 1
+    assert_accurate(out, expected, torch.float32)
+
+
+def test_logit_grad_eps_rounded_to_fp32():
+    # eps = 0.1 rounds up in fp32 (0.100000001...), so x = 0.1 (fp32: 0.100000001...) is exactly on the edge
+    x = torch.tensor([0.1], dtype=torch.float32)
+    assert ops.logit_grad(x, torch.ones(1), 0.1).item() != 0.0
+    assert ops.logit_grad(x, torch.ones(1), 0.1000001).item() == 0.0
+
+
+@pytest.mark.parametrize("shape", [[0], [4, 0, 2]])
+def test_logit_grad_empty(shape):
+    assert list(ops.logit_grad(torch.empty(shape), torch.empty(shape)).shape) == shape
+
+
+def test_logit_grad_out():
+    x = make([5, 6], torch.float16, low=0, high=1)
+    dy = make([5, 6], torch.float16)
+    dx = torch.empty([6, 5], dtype=torch.float16).t()
+    assert ops.logit_grad.out(x, dy, 0.01, dx=dx) is None
+    assert torch.equal(dx, ops.logit_grad(x, dy, 0.01))

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Compile check of the NPU path: compiles every csrc/npu/*.cpp against the real torch_npu headers, without
+# installing or importing torch_npu (no CANN, no NPU needed).
+#
+# The torch_npu wheel is downloaded once with `pip download --no-deps` into a cache directory and only its
+# include/ tree is unpacked; later runs reuse it (idempotent, no network). A compile error fails the script.
+#
+# Usage: tools/npu_compile_check.sh [PYTHON]        (PYTHON: an interpreter with torch installed;
+#                                                     default .venv/bin/python, else python3)
+# Environment:
+#   TORCH_NPU_VERSION   torch_npu wheel version (default 2.13.0); -DCURRENT_VERSION=V<major>R<minor> follows it
+#   NPU_CHECK_CACHE     cache directory (default <repo>/build/npu-check, gitignored)
+#   NPU_CHECK_MODE      -fsyntax-only (default) or -c (full compile, objects in the cache directory)
+#   NPU_CHECK_JOBS      parallel compiles (default 2)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PY="${1:-}"
+if [[ -z "$PY" ]]; then
+  if [[ -x "$ROOT/.venv/bin/python" ]]; then PY="$ROOT/.venv/bin/python"; else PY=python3; fi
+fi
+VERSION="${TORCH_NPU_VERSION:-2.13.0}"
+CACHE="${NPU_CHECK_CACHE:-$ROOT/build/npu-check}"
+MODE="${NPU_CHECK_MODE:--fsyntax-only}"
+JOBS="${NPU_CHECK_JOBS:-2}"
+CXX="${CXX:-g++}"
+
+major="${VERSION%%.*}"
+rest="${VERSION#*.}"
+minor="${rest%%.*}"
+CURRENT_VERSION="V${major}R${minor}"
+
+mkdir -p "$CACHE"
+WHEEL_DIR="$CACHE/wheels/$VERSION"
+HEADERS="$CACHE/torch_npu-$VERSION"
+
+# 1. The wheel (any manylinux x86_64 cp311 build of that version: only its headers are used).
+wheel="$(ls "$WHEEL_DIR"/torch_npu-"$VERSION"-*.whl 2>/dev/null | head -n1 || true)"
+if [[ -z "$wheel" ]]; then
+  mkdir -p "$WHEEL_DIR"
+  echo "npu-check: downloading torch_npu==$VERSION (headers only are used) into $WHEEL_DIR"
+  "$PY" -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.11 \
+    --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 \
+    -d "$WHEEL_DIR" "torch-npu==$VERSION"
+  wheel="$(ls "$WHEEL_DIR"/torch_npu-"$VERSION"-*.whl | head -n1)"
+fi
+
+# 2. Its include/ tree, unpacked once (stamp written last, so an interrupted unpack is redone).
+if [[ ! -f "$HEADERS/.unpacked" ]]; then
+  rm -rf "$HEADERS"
+  mkdir -p "$HEADERS"
+  "$PY" - "$wheel" "$HEADERS" <<'PYEOF'
+import sys, zipfile
+wheel, dest = sys.argv[1:]
+with zipfile.ZipFile(wheel) as z:
+    z.extractall(dest, [n for n in z.namelist() if n.startswith("torch_npu/include/")])
+PYEOF
+  touch "$HEADERS/.unpacked"
+fi
+NPU_INC="$HEADERS/torch_npu/include"
+
+# 3. torch's include paths and ABI flag from the given interpreter.
+mapfile -t TORCH_FLAGS < <("$PY" - <<'PYEOF'
+import sysconfig, torch
+from torch.utils.cpp_extension import include_paths
+for p in include_paths():
+    print("-I" + p)
+print("-I" + sysconfig.get_paths()["include"])
+print("-D_GLIBCXX_USE_CXX11_ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI))
+PYEOF
+)
+
+FLAGS=(-std=c++17 -fPIC -Wall -Wno-unused-function -Werror=return-type
+       "-DCURRENT_VERSION=$CURRENT_VERSION" -DTORCH_EXTENSION_NAME=_C_npu
+       "-I$ROOT/csrc"
+       "-I$NPU_INC" "-I$NPU_INC/third_party/op-plugin" "-I$NPU_INC/third_party/acl/inc"
+       "-I$NPU_INC/third_party/hccl/inc"
+       "${TORCH_FLAGS[@]}")
+
+mapfile -t SOURCES < <(cd "$ROOT" && ls csrc/npu/*.cpp)
+[[ ${#SOURCES[@]} -gt 0 ]] || { echo "npu-check: no csrc/npu/*.cpp sources" >&2; exit 1; }
+echo "npu-check: compiling ${#SOURCES[@]} sources ($MODE) against torch_npu $VERSION headers, CURRENT_VERSION=$CURRENT_VERSION"
+
+mkdir -p "$CACHE/obj"
+fail=0
+pids=()
+names=()
+for src in "${SOURCES[@]}"; do
+  name="$(basename "$src" .cpp)"
+  if [[ "$MODE" == "-c" ]]; then out=(-c -o "$CACHE/obj/$name.o"); else out=(-fsyntax-only); fi
+  ( cd "$ROOT" && "$CXX" "${FLAGS[@]}" "${out[@]}" "$src" ) > "$CACHE/obj/$name.log" 2>&1 &
+  pids+=($!)
+  names+=("$src")
+  if [[ ${#pids[@]} -ge $JOBS ]]; then
+    if ! wait "${pids[0]}"; then echo "npu-check: FAILED ${names[0]}"; cat "$CACHE/obj/$(basename "${names[0]}" .cpp).log"; fail=1; else echo "npu-check: ok ${names[0]}"; fi
+    pids=("${pids[@]:1}")
+    names=("${names[@]:1}")
+  fi
+done
+for i in "${!pids[@]}"; do
+  if ! wait "${pids[$i]}"; then echo "npu-check: FAILED ${names[$i]}"; cat "$CACHE/obj/$(basename "${names[$i]}" .cpp).log"; fail=1; else echo "npu-check: ok ${names[$i]}"; fi
+done
+if [[ $fail -ne 0 ]]; then
+  echo "npu-check: compile errors against the torch_npu $VERSION headers" >&2
+  exit 1
+fi
+echo "npu-check: all ${#SOURCES[@]} csrc/npu sources compile against torch_npu $VERSION"

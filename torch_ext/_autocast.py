@@ -1,0 +1,68 @@
+"""Autocast policy of the npu_ext forward ops.
+
+* ``prelu`` and ``grouped_bias_add`` take two floating tensors that must share a dtype (an activation and a
+  parameter). Under autocast they run in the autocast dtype: both floating inputs are cast to it, exactly as
+  PyTorch does for ``torch.prelu`` on CPU (a "lower_precision_fp" op) and for the bias of ``F.linear``. So
+  an fp32 ``PReLU`` weight or ``GroupedBiasAdd`` bias works with a bf16 activation, and the result is bf16.
+* ``gelu``, ``logit`` and ``scaled_masked_softmax`` have a single floating input: they run in the dtype of
+  their input (no cast, like ``F.gelu`` / ``torch.logit`` / ``torch.softmax`` under CPU autocast). These ops
+  compute 16-bit inputs in fp32 internally and round once.
+* The backward ops are not autocast: backward runs in the dtypes of the forward (autograd records the casts).
+
+The rule is registered for the autocast keys of CPU, CUDA, XPU, MPS and PrivateUse1 (the NPU), both as a
+dispatcher kernel and as a Python-dispatcher kernel (used while torch.compile traces).
+"""
+
+import torch
+
+from ._autograd import _lib
+
+_CAST_ELIGIBLE = (torch.float32, torch.float16, torch.bfloat16)  # fp64 is left alone, as in torch.autocast
+
+_AUTOCAST_KEYS = {
+    "AutocastCPU": lambda: "cpu",
+    "AutocastCUDA": lambda: "cuda",
+    "AutocastXPU": lambda: "xpu",
+    "AutocastMPS": lambda: "mps",
+    "AutocastPrivateUse1": torch._C._get_privateuse1_backend_name,  # "npu" once torch_npu is imported
+}
+
+# Ops whose floating tensor inputs are all cast to the autocast dtype.
+LOWER_PRECISION_OPS = ("prelu", "grouped_bias_add")
+
+
+def _cast(arg, device_type, dtype):
+    if (
+        isinstance(arg, torch.Tensor)
+        and arg.dtype in _CAST_ELIGIBLE
+        and arg.dtype != dtype
+        and arg.device.type == device_type
+    ):
+        return arg.to(dtype)
+    return arg
+
+
+def _register(opname):
+    op = getattr(torch.ops.npu_ext, opname).default
+    for key_name, device_type_of in _AUTOCAST_KEYS.items():
+        key = getattr(torch._C.DispatchKey, key_name)
+
+        def autocast_impl(*args, _key=key, _device_type_of=device_type_of, **kwargs):
+            device_type = _device_type_of()
+            dtype = torch.get_autocast_dtype(device_type)
+            args = [_cast(a, device_type, dtype) for a in args]
+            kwargs = {k: _cast(v, device_type, dtype) for k, v in kwargs.items()}
+            with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(_key)):
+                return op(*args, **kwargs)
+
+        op.py_kernels.pop(key, None)  # idempotent if this module is reloaded
+        op.py_impl(key)(autocast_impl)
+
+        def kernel(_keyset, *args, _impl=autocast_impl, **kwargs):
+            return _impl(*args, **kwargs)
+
+        _lib.impl(opname, kernel, key_name, with_keyset=True)
+
+
+for _name in LOWER_PRECISION_OPS:
+    _register(_name)

@@ -1,0 +1,34 @@
+"""Loading of the NPU (Ascend) kernels, torch_ext._C_npu.
+
+``_C_npu`` is built only when torch_npu is installed at build time (see setup.py). At import time it is loaded
+only when it exists AND torch_npu is installed; torch_npu is imported first (it registers the NPU device,
+PrivateUse1, and loads the libraries _C_npu links against). Without either, the package stays CPU-only.
+Setting NPU_EXT_LOAD_NPU=0 skips the NPU kernels even when both are present.
+"""
+
+import importlib
+import importlib.util
+import os
+import warnings
+
+LOADED = False  # True once the PrivateUse1 (NPU) kernels of torch.ops.npu_ext are registered
+
+
+def load():
+    """Imports torch_npu and torch_ext._C_npu when both are installed. Returns LOADED."""
+    global LOADED
+    if LOADED:
+        return True
+    if os.environ.get("NPU_EXT_LOAD_NPU", "1") == "0":
+        return False
+    if importlib.util.find_spec("torch_ext._C_npu") is None or importlib.util.find_spec("torch_npu") is None:
+        return False
+    try:
+        importlib.import_module("torch_npu")
+    except Exception as e:  # torch_npu present but unusable (e.g. no CANN): keep the CPU library working
+        warnings.warn(f"torch_ext: torch_npu is installed but could not be imported ({e}); "
+                      "the npu_ext NPU kernels are not loaded")
+        return False
+    importlib.import_module("torch_ext._C_npu")
+    LOADED = True
+    return True

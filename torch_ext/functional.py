@@ -1,0 +1,108 @@
+"""Functional API: drop-in replacements whose gradients come from the npu_ext backward operators.
+
+=====================================================  ======================================================
+``torch_ext.gelu(input, approximate="none")``          ``torch.nn.functional.gelu``; grad: gelu_backward_v2
+``torch_ext.prelu(input, weight)``                     ``torch.nn.functional.prelu``; grad: prelu_backward
+``torch_ext.logit(input, eps=None)``                   ``torch.logit``; grad: logit_grad
+``torch_ext.scaled_masked_softmax(x, mask, scale)``    ``softmax((x * scale).masked_fill(mask, -10000), -1)``;
+                                                       grad: scaled_masked_softmax_backward
+``torch_ext.grouped_bias_add(x, bias, group_idx)``     ``x + bias[group of each row]``; bias grad:
+                                                       grouped_bias_add_grad
+=====================================================  ======================================================
+
+All of them are differentiable twice (and more), run under torch.compile(fullgraph=True) and torch.export as
+single operator nodes, and work on any device (fused kernels on CPU, an ATen composite elsewhere, the aclnn
+kernels on an NPU once the NPU library registers them).
+"""
+
+import torch
+
+__all__ = ["gelu", "prelu", "logit", "scaled_masked_softmax", "grouped_bias_add"]
+
+_ops = torch.ops.npu_ext
+
+
+def gelu(input: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    """GELU, ``approximate`` "none" (erf) or "tanh"; like ``torch.nn.functional.gelu``."""
+    return _ops.gelu(input, approximate)
+
+
+def prelu(input: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """PReLU with 1 or C = input.size(1) weights; like ``torch.nn.functional.prelu``."""
+    return _ops.prelu(input, weight)
+
+
+def logit(input: torch.Tensor, eps=None) -> torch.Tensor:
+    """log(z / (1 - z)), z = input clamped to [eps, 1 - eps] when eps is given; like ``torch.logit``."""
+    return _ops.logit(input, eps)
+
+
+def _as_4d_mask(mask, x, x4_shape):
+    """A bool mask that broadcasts to x, as the operator wants it: 4-D, last two dims (S1, S2), first two
+    equal to x4's or 1 (broadcast dims stay zero-stride views: no copy in the usual cases)."""
+    md = mask.dim()
+    if x.dim() <= 4:
+        m = mask.reshape((1,) * (4 - md) + tuple(mask.shape))
+    else:
+        trail = (1,) * max(0, 3 - md) + tuple(mask.shape[-3:])  # mask's last 3 dims, padded
+        lead = tuple(mask.shape[:-3]) if md > 3 else ()
+        if all(d == 1 for d in lead):
+            m = mask.reshape((1,) + trail)
+        else:  # the mask varies over the flattened leading dims: materialize it at that size
+            m = mask.expand(tuple(x.shape[:-3]) + trail).reshape((-1,) + trail)
+    return m.expand(m.shape[0], m.shape[1], x4_shape[2], x4_shape[3])
+
+
+def scaled_masked_softmax(x: torch.Tensor, mask=None, scale: float = 1.0, fix_triu_mask: bool = False) -> torch.Tensor:
+    """``softmax((x * scale).masked_fill(mask, -10000), dim=-1)``, the Megatron/aclnn fused softmax.
+
+    x: floating tensor of any rank >= 1, softmax over the last dim (at most 4096 long). The operator is 4-D
+    (B, N, S1, S2): other ranks are reshaped to 4-D and back (1-D/2-D/3-D get leading 1s; >4-D flatten every
+    dim before the last three into B, a copy only if the layout needs it).
+
+    mask: a ``torch.bool`` tensor that broadcasts to x (True = masked out): e.g. a (S1, S2) causal mask, a
+    (B, 1, 1, S2) padding mask or a full (B, N, S1, S2) mask; None means no masking. It is adapted to the
+    operator's 4-D form with zero-stride views. Masked positions get the value -10000 before the softmax (a
+    fully masked row is uniform, as in Megatron), and exactly zero gradient.
+
+    fix_triu_mask=True: the mask is the causal mask (True where column > row) and ``mask`` is ignored.
+    """
+    if x.dim() == 0:
+        raise ValueError("torch_ext.scaled_masked_softmax: x must have at least 1 dimension, but got a 0-D tensor")
+    shape = tuple(x.shape)
+    if x.dim() == 4:
+        x4 = x
+    elif x.dim() < 4:
+        x4 = x.reshape((1,) * (4 - x.dim()) + shape)
+    else:
+        x4 = x.reshape((-1,) + shape[-3:])
+    if fix_triu_mask:
+        m4 = torch.zeros((), dtype=torch.bool, device=x.device).expand(1, 1, x4.shape[2], x4.shape[3])
+    elif mask is None:
+        m4 = torch.zeros((), dtype=torch.bool, device=x.device).expand(1, 1, x4.shape[2], x4.shape[3])
+    else:
+        if mask.dtype != torch.bool:
+            raise TypeError(
+                "torch_ext.scaled_masked_softmax: mask must be a torch.bool tensor (True = masked out), "
+                f"but got {mask.dtype}"
+            )
+        if mask.dim() > x.dim() or any(m != 1 and m != s for m, s in zip(mask.shape[::-1], shape[::-1])):
+            raise ValueError(
+                f"torch_ext.scaled_masked_softmax: mask of shape {list(mask.shape)} does not broadcast to x of "
+                f"shape {list(shape)}"
+            )
+        m4 = _as_4d_mask(mask, x, x4.shape)
+    y = _ops.scaled_masked_softmax(x4, m4, scale, fix_triu_mask)
+    return y if x.dim() == 4 else y.reshape(shape)
+
+
+def grouped_bias_add(x: torch.Tensor, bias: torch.Tensor, group_idx=None, group_idx_type: int = 0) -> torch.Tensor:
+    """Adds bias[j] to the rows of group j.
+
+    With ``group_idx`` (int32/int64, 1-D, G <= 2048 entries): x is (N, H) with its rows sorted by group,
+    bias is (G, H); group_idx holds cumulative end offsets (group_idx_type=0; the last equals N) or
+    per-group row counts (group_idx_type=1; they sum to N). Without it: x is (G, C, H) and bias (G, H) or
+    (G, 1, H). The gradient of x is the incoming gradient; that of bias is
+    ``npu_ext.grouped_bias_add_grad``.
+    """
+    return _ops.grouped_bias_add(x, bias, group_idx, group_idx_type)
