@@ -177,68 +177,81 @@ def softmax_cases(dtype, size, with_inductor=True):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Forward + backward of the torch_ext functional API against torch.nn.functional. The API is built in
-# parallel; each entry is skipped while torch_ext lacks the function.
-def training_cases(dtype, size) -> List[Case]:
-    cases = []
-    gen = _gen(6)
+# Forward + backward of the torch_ext functional API (one function per case: each closure has its own inputs).
+def _fwd_bwd(fn, inputs, grad):
+    def run():
+        for t in inputs:
+            t.grad = None
+        fn().backward(grad)
+    return run
 
-    def fwd_bwd(fn, inputs, grad):
-        def run():
-            for t in inputs:
-                t.grad = None
-            fn().backward(grad)
-        return run
 
+def _train_gelu(dtype, size, gen):
     shape = ELEMENTWISE[size]
-    if hasattr(torch_ext, "gelu"):
-        x = _randn(shape, dtype, gen, 2.0).requires_grad_()
-        g = _randn(shape, dtype, gen)
-        cases.append(Case(
-            op="gelu fwd+bwd", dtype=_dname(dtype), size=size, shape=_fmt(shape), numel=x.numel(),
-            bytes=5 * _nbytes(x), memory_bound=False,
-            ext=fwd_bwd(lambda: torch_ext.gelu(x), [x], g),
-            baselines={"F.gelu": fwd_bwd(lambda: F.gelu(x), [x], g)}))
-    if hasattr(torch_ext, "logit"):
-        x = torch.rand(shape, generator=gen).clamp(0.01, 0.99).to(dtype).requires_grad_()
-        g = _randn(shape, dtype, gen)
-        cases.append(Case(
-            op="logit fwd+bwd", dtype=_dname(dtype), size=size, shape=_fmt(shape), numel=x.numel(),
-            bytes=5 * _nbytes(x), ext=fwd_bwd(lambda: torch_ext.logit(x, 1e-6), [x], g),
-            baselines={"torch.logit": fwd_bwd(lambda: torch.logit(x, 1e-6), [x], g)}))
-    if hasattr(torch_ext, "prelu"):
-        pshape = PRELU[size]
-        x = _randn(pshape, dtype, gen).requires_grad_()
-        w = (torch.rand(pshape[1], generator=gen) * 0.5).to(dtype).requires_grad_()
-        g = _randn(pshape, dtype, gen)
-        cases.append(Case(
-            op="prelu fwd+bwd", dtype=_dname(dtype), size=size, shape=_fmt(pshape), numel=x.numel(),
-            bytes=5 * _nbytes(x.detach()), ext=fwd_bwd(lambda: torch_ext.prelu(x, w), [x, w], g),
-            baselines={"F.prelu": fwd_bwd(lambda: F.prelu(x, w), [x, w], g)}))
-    if hasattr(torch_ext, "scaled_masked_softmax"):
-        B, N, S1, S2 = SOFTMAX[size]
-        x = _randn((B, N, S1, S2), dtype, gen).requires_grad_()
-        mask = torch.rand((B, 1, S1, S2), generator=gen) < 0.2
-        g = _randn((B, N, S1, S2), dtype, gen)
-        cases.append(Case(
-            op="scaled_masked_softmax fwd+bwd", dtype=_dname(dtype), size=size, shape=_fmt((B, N, S1, S2)),
-            numel=x.numel(), bytes=5 * _nbytes(x.detach()), ext=fwd_bwd(lambda: torch_ext.scaled_masked_softmax(x, mask, 0.125), [x], g),
-            baselines={"F.softmax(masked_fill)": fwd_bwd(
-                lambda: F.softmax((x * 0.125).masked_fill(mask, -10000.0), dim=-1), [x], g)}))
-    if hasattr(torch_ext, "grouped_bias_add"):
-        Nr, H, G = GROUPED[size]
-        xx = _randn((Nr, H), dtype, gen).requires_grad_()
-        bias = _randn((G, H), dtype, gen).requires_grad_()
-        counts = torch.full((G,), Nr // G, dtype=torch.int64)
-        counts[0] += Nr - counts.sum()
-        ends = torch.cumsum(counts, 0)
-        row_group = torch.repeat_interleave(torch.arange(G), counts)
-        g = _randn((Nr, H), dtype, gen)
-        cases.append(Case(
-            op="grouped_bias_add fwd+bwd", dtype=_dname(dtype), size=size, shape=f"{Nr}x{H}, G={G}",
-            numel=xx.numel(), bytes=4 * _nbytes(xx.detach()), ext=fwd_bwd(lambda: torch_ext.grouped_bias_add(xx, bias, ends), [xx, bias], g),
-            baselines={"x + bias[row_group]": fwd_bwd(lambda: xx + bias[row_group], [xx, bias], g)}))
-    return cases
+    x = _randn(shape, dtype, gen, 2.0).requires_grad_()
+    g = _randn(shape, dtype, gen)
+    return Case(op="gelu fwd+bwd", dtype=_dname(dtype), size=size, shape=_fmt(shape), numel=x.numel(),
+                bytes=5 * _nbytes(x.detach()), memory_bound=False,
+                ext=_fwd_bwd(lambda: torch_ext.gelu(x), [x], g),
+                baselines={"F.gelu": _fwd_bwd(lambda: F.gelu(x), [x], g)})
+
+
+def _train_logit(dtype, size, gen):
+    shape = ELEMENTWISE[size]
+    x = torch.rand(shape, generator=gen).clamp(0.01, 0.99).to(dtype).requires_grad_()
+    g = _randn(shape, dtype, gen)
+    return Case(op="logit fwd+bwd", dtype=_dname(dtype), size=size, shape=_fmt(shape), numel=x.numel(),
+                bytes=5 * _nbytes(x.detach()),
+                ext=_fwd_bwd(lambda: torch_ext.logit(x, 1e-6), [x], g),
+                baselines={"torch.logit": _fwd_bwd(lambda: torch.logit(x, 1e-6), [x], g)})
+
+
+def _train_prelu(dtype, size, gen):
+    shape = PRELU[size]
+    x = _randn(shape, dtype, gen).requires_grad_()
+    w = (torch.rand(shape[1], generator=gen) * 0.5).to(dtype).requires_grad_()
+    g = _randn(shape, dtype, gen)
+    return Case(op="prelu fwd+bwd", dtype=_dname(dtype), size=size, shape=_fmt(shape), numel=x.numel(),
+                bytes=5 * _nbytes(x.detach()),
+                ext=_fwd_bwd(lambda: torch_ext.prelu(x, w), [x, w], g),
+                baselines={"F.prelu": _fwd_bwd(lambda: F.prelu(x, w), [x, w], g)})
+
+
+def _train_softmax(dtype, size, gen):
+    shape = SOFTMAX[size]
+    B, N, S1, S2 = shape
+    x = _randn(shape, dtype, gen).requires_grad_()
+    mask = torch.rand((B, 1, S1, S2), generator=gen) < 0.2
+    g = _randn(shape, dtype, gen)
+    return Case(op="scaled_masked_softmax fwd+bwd", dtype=_dname(dtype), size=size, shape=_fmt(shape),
+                numel=x.numel(), bytes=5 * _nbytes(x.detach()),
+                ext=_fwd_bwd(lambda: torch_ext.scaled_masked_softmax(x, mask, 0.125), [x], g),
+                baselines={"softmax(masked_fill)": _fwd_bwd(
+                    lambda: torch.softmax((x * 0.125).masked_fill(mask, -10000.0), dim=-1), [x], g)})
+
+
+def _train_grouped(dtype, size, gen):
+    N, H, G = GROUPED[size]
+    x = _randn((N, H), dtype, gen).requires_grad_()
+    bias = _randn((G, H), dtype, gen).requires_grad_()
+    counts = torch.full((G,), N // G, dtype=torch.int64)
+    counts[0] += N - counts.sum()
+    ends = torch.cumsum(counts, 0)
+    row_group = torch.repeat_interleave(torch.arange(G), counts)
+    g = _randn((N, H), dtype, gen)
+    return Case(op="grouped_bias_add fwd+bwd", dtype=_dname(dtype), size=size, shape=f"{N}x{H}, G={G}",
+                numel=x.numel(), bytes=4 * _nbytes(x.detach()),
+                ext=_fwd_bwd(lambda: torch_ext.grouped_bias_add(x, bias, ends), [x, bias], g),
+                baselines={"x + bias[row_group]": _fwd_bwd(lambda: x + bias[row_group], [x, bias], g)})
+
+
+def training_cases(dtype, size) -> List[Case]:
+    """Forward + backward of the torch_ext functional API against torch.nn.functional / plain PyTorch. The API
+    is built in parallel; each entry is skipped while torch_ext lacks the function."""
+    gen = _gen(6)
+    makers = {"gelu": _train_gelu, "logit": _train_logit, "prelu": _train_prelu,
+              "scaled_masked_softmax": _train_softmax, "grouped_bias_add": _train_grouped}
+    return [mk(dtype, size, gen) for name, mk in makers.items() if hasattr(torch_ext, name)]
 
 
 def _dname(dtype):

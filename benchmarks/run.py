@@ -109,7 +109,9 @@ def run_case(case, threads, mode, copy_cache):
     if copy_name in med:
         copy_cache[key] = 8 * key[0] / med.pop(copy_name)
     copy_gbps = copy_cache[key] / 1e9
-    ext_s = med.pop("npu_ext")
+    ext_s = med.pop("npu_ext", None)
+    if ext_s is None:
+        return None  # reported by timed()
     base = {k: v for k, v in med.items() if v is not None}
     best = min(base, key=base.get) if base else None
     gbps = case.bytes / ext_s / 1e9
@@ -182,7 +184,9 @@ def main(argv=None):
                     f"threads={th}")
                 torch.set_num_threads(th)
                 try:
-                    records.append(run_case(case, th, mode, copy_cache))
+                    rec = run_case(case, th, mode, copy_cache)
+                    if rec is not None:
+                        records.append(rec)
                 finally:
                     torch.set_num_threads(all_threads)
         del cases
