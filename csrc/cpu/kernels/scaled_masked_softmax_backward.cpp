@@ -59,7 +59,6 @@ void scaled_masked_softmax_backward_impl(const at::Tensor& g, const at::Tensor& 
   const Vec sc(static_cast<acc_t>(scale));
   const Vec zero(acc_t(0));
   const Vec iota = Vec::arange(acc_t(0), acc_t(1));
-  const bool nt = use_streaming_stores(3 * g.numel() * static_cast<int64_t>(sizeof(scalar_t)));
 
   // Rows are independent and each row is reduced in a fixed order: the result is thread-count independent.
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(S2, 1));
@@ -99,7 +98,7 @@ void scaled_masked_softmax_backward_impl(const at::Tensor& g, const at::Tensor& 
       const Vec s(hsum(total));
 
       // out = scale * (g - s) * y, then 0 where masked (a select: masked NaN/Inf become 0).
-      store_loop(o, S2, nt, [&](int64_t j, int64_t cnt) {
+      store_loop(o, S2, [&](int64_t j, int64_t cnt) {
         const P pg = P::load(gr + j, cnt), py = P::load(yr + j, cnt);
         P res;
         for (int k = 0; k < kV; ++k) {
@@ -116,7 +115,6 @@ void scaled_masked_softmax_backward_impl(const at::Tensor& g, const at::Tensor& 
         return res;
       });
     }
-    if (nt) nt_fence();
   });
 }
 

@@ -19,8 +19,6 @@
 #include <cstring>
 #include <type_traits>
 
-#include <unistd.h>
-
 #if defined(CPU_CAPABILITY_AVX2) || defined(CPU_CAPABILITY_AVX512)
 #include <immintrin.h>
 #endif
@@ -68,31 +66,6 @@ struct Pack {
     }
   }
 
-  // A full vector with a non-temporal (streaming) store; p must be aligned to sizeof(Vectorized<scalar_t>).
-  // Callers fence with nt_fence() before their results may be read by another thread.
-  C10_ALWAYS_INLINE void stream(scalar_t* p) const {
-    const Vectorized<scalar_t> raw = narrow();
-#if defined(CPU_CAPABILITY_AVX512)
-    if constexpr (std::is_same_v<scalar_t, float>) {
-      _mm512_stream_ps(p, raw);
-    } else if constexpr (std::is_same_v<scalar_t, double>) {
-      _mm512_stream_pd(p, raw);
-    } else {
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(p), raw);
-    }
-#elif defined(CPU_CAPABILITY_AVX2)
-    if constexpr (std::is_same_v<scalar_t, float>) {
-      _mm256_stream_ps(p, raw);
-    } else if constexpr (std::is_same_v<scalar_t, double>) {
-      _mm256_stream_pd(p, raw);
-    } else {
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(p), raw);
-    }
-#else
-    raw.store(p);
-#endif
-  }
-
  private:
   C10_ALWAYS_INLINE Vectorized<scalar_t> narrow() const {
     Vectorized<scalar_t> raw;
@@ -107,45 +80,11 @@ struct Pack {
   }
 };
 
-// Non-temporal stores pay off only for outputs that would not stay in cache anyway: they skip the read for
-// ownership of every output line and leave the cache to the inputs. Used when a kernel touches more bytes
-// than the last-level cache holds. (Variants without streaming stores just store.)
-inline bool use_streaming_stores(int64_t bytes_touched) {
-#if defined(CPU_CAPABILITY_AVX2) || defined(CPU_CAPABILITY_AVX512)
-  static const int64_t llc = [] {
-    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    return l3 > 0 ? static_cast<int64_t>(l3) : int64_t(32) << 20;
-  }();
-  return bytes_touched > llc;
-#else
-  (void)bytes_touched;
-  return false;
-#endif
-}
-
-inline void nt_fence() {
-#if defined(CPU_CAPABILITY_AVX2) || defined(CPU_CAPABILITY_AVX512)
-  _mm_sfence();
-#endif
-}
-
-// Runs out[j : j + count] = body(j, count) over [0, n) in vector-sized slices. With `nt`, full vectors at
-// aligned addresses are streamed (the first slice is shortened to reach alignment); the values computed for
-// an element never depend on the slicing, as body is elementwise. The caller fences (nt_fence) when nt.
+// Runs out[j : j + count] = body(j, count) over [0, n) in vector-sized slices (a partial one last).
 template <typename scalar_t, typename Body>
-C10_ALWAYS_INLINE void store_loop(scalar_t* out, int64_t n, bool nt, const Body& body) {
+C10_ALWAYS_INLINE void store_loop(scalar_t* out, int64_t n, const Body& body) {
   constexpr int64_t K = Pack<scalar_t>::kSize;
   int64_t j = 0;
-  if (nt) {
-    constexpr int64_t kAlign = sizeof(Vectorized<scalar_t>);
-    const int64_t mis = static_cast<int64_t>(reinterpret_cast<uintptr_t>(out) % kAlign);
-    if (mis % static_cast<int64_t>(sizeof(scalar_t)) == 0) {
-      const int64_t head = mis == 0 ? 0 : std::min(n, (kAlign - mis) / static_cast<int64_t>(sizeof(scalar_t)));
-      if (head > 0) body(0, head).store(out, head);
-      j = head;
-      for (; j + K <= n; j += K) body(j, K).stream(out + j);
-    }
-  }
   for (; j + K <= n; j += K) body(j, K).store(out + j);
   if (j < n) body(j, n - j).store(out + j, n - j);
 }
@@ -225,7 +164,6 @@ void binary_vec_kernel(at::TensorIteratorBase& iter, const Op& op) {
     for (int k = 0; k < P::kVecs; ++k) r.v[k] = op(pa.v[k], pb.v[k]);
     return r;
   };
-  const bool nt = use_streaming_stores(iter.numel() * 3 * S);
   iter.for_each([&](char** data, const int64_t* strides, int64_t n0, int64_t n1) {
     for (int64_t i = 0; i < n1; ++i) {
       char* out = data[0] + i * strides[3];
@@ -235,7 +173,7 @@ void binary_vec_kernel(at::TensorIteratorBase& iter, const Op& op) {
         auto* o = reinterpret_cast<scalar_t*>(out);
         auto* pa = reinterpret_cast<const scalar_t*>(a);
         auto* pb = reinterpret_cast<const scalar_t*>(b);
-        store_loop(o, n0, nt, [&](int64_t j, int64_t count) { return compute(pa + j, pb + j, count); });
+        store_loop(o, n0, [&](int64_t j, int64_t count) { return compute(pa + j, pb + j, count); });
       } else {
         scalar_t ba[K], bb[K], bo[K];
         for (int64_t j = 0; j < n0; j += K) {
@@ -249,7 +187,6 @@ void binary_vec_kernel(at::TensorIteratorBase& iter, const Op& op) {
         }
       }
     }
-    if (nt) nt_fence();
   });
 }
 
