@@ -1,5 +1,6 @@
 """Shared test helpers: input construction in every layout the operators must accept."""
 
+import expecttest
 import torch
 
 FLOAT_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
@@ -45,3 +46,21 @@ def relayout(t, layout):
         assert torch.equal(t, t[:1].expand(t.shape))
         return t[:1].expand(t.shape)
     raise ValueError(layout)
+
+
+def zeros(*shape, dtype=torch.float32, device="cpu"):
+    return torch.zeros(shape, dtype=dtype, device=device)
+
+
+class DeviceErrorTestCase(expecttest.TestCase):
+    """expecttest.TestCase whose err(fn) returns the message of the RuntimeError raised by fn(device) on every
+    device given (CPU and Meta by default), asserting they agree: the checks are one shared implementation."""
+
+    def err(self, fn, devices=("cpu", "meta")):
+        messages = set()
+        for device in devices:
+            with self.assertRaises(RuntimeError) as ctx:
+                fn(device)
+            messages.add(str(ctx.exception).split("\n")[0])
+        self.assertEqual(len(messages), 1, messages)
+        return messages.pop()

@@ -4,30 +4,17 @@ The shape/dtype checks run from the one shared C++ module, so each is asserted o
 fake-tensor kernels) with the same text. Data-dependent checks (group_idx values) only exist off Meta.
 """
 
-import expecttest
 import pytest
 import torch
 
 import torch_ext  # noqa: F401
+from helpers import DeviceErrorTestCase, zeros
 
 ops = torch.ops.npu_ext
+t = zeros
 
 
-def t(*shape, dtype=torch.float32, device="cpu"):
-    return torch.zeros(shape, dtype=dtype, device=device)
-
-
-class TestErrors(expecttest.TestCase):
-    def err(self, fn, devices=("cpu", "meta")):
-        """The message raised by fn(device) on every device (they must agree)."""
-        messages = set()
-        for device in devices:
-            with self.assertRaises(RuntimeError) as ctx:
-                fn(device)
-            messages.add(str(ctx.exception).split("\n")[0])
-        self.assertEqual(len(messages), 1, messages)
-        return messages.pop()
-
+class TestErrors(DeviceErrorTestCase):
     # ---------------------------------------------------------------------------------------------------
     def test_gelu_backward_v2(self):
         self.assertExpectedInline(

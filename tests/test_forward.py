@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_ext
-from helpers import make
+from helpers import DeviceErrorTestCase, make, zeros
 from oracle import assert_accurate
 
 ops = torch.ops.npu_ext
@@ -163,19 +163,10 @@ class TestWrapperErrors(expecttest.TestCase):
 
 # ----------------------------------------------------------------------------------------------------------
 # Validation of the ops: one shared implementation, same message on CPU and Meta.
-def t(*shape, dtype=torch.float32, device="cpu"):
-    return torch.zeros(shape, dtype=dtype, device=device)
+t = zeros
 
 
-class TestForwardErrors(expecttest.TestCase):
-    def err(self, fn, devices=("cpu", "meta")):
-        messages = set()
-        for device in devices:
-            with self.assertRaises(RuntimeError) as ctx:
-                fn(device)
-            messages.add(str(ctx.exception).split("\n")[0])
-        self.assertEqual(len(messages), 1, messages)
-        return messages.pop()
+class TestForwardErrors(DeviceErrorTestCase):
 
     def test_gelu(self):
         self.assertExpectedInline(

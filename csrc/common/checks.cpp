@@ -64,6 +64,66 @@ bool broadcast_shapes(c10::SymIntArrayRef a, c10::SymIntArrayRef b, std::vector<
   return true;
 }
 
+
+GeluApproximate parse_approximate(const char* op, c10::string_view approximate) {
+  if (approximate == "tanh") return GeluApproximate::Tanh;
+  NPU_EXT_CHECK(approximate == "none", op, "approximate must be \"none\" or \"tanh\", but got \"", approximate, "\"");
+  return GeluApproximate::None;
+}
+
+// group_idx_type, group_idx and the rank of the grouped operand `t` (called `name`): 2-D (N, H) with group_idx,
+// 3-D (G, C, H) without. Returns G.
+c10::SymInt check_grouping(const char* op, const char* name, const at::Tensor& t,
+                           const c10::optional<at::Tensor>& group_idx, int64_t group_idx_type) {
+  NPU_EXT_CHECK(group_idx_type == 0 || group_idx_type == 1, op,
+                "group_idx_type must be 0 (cumulative end offsets) or 1 (per-group counts), but got ",
+                group_idx_type);
+  if (!group_idx.has_value()) {
+    NPU_EXT_CHECK(t.dim() == 3, op, name, " must be 3-D (G, C, H) when group_idx is None, but got a ", t.dim(),
+                  "-D tensor of shape ", shape_str(t.sym_sizes()));
+    return t.sym_size(0);
+  }
+  const at::Tensor& gi = *group_idx;
+  check_same_device(op, "group_idx", gi, name, t);
+  NPU_EXT_CHECK(gi.scalar_type() == at::kInt || gi.scalar_type() == at::kLong, op,
+                "group_idx must have dtype torch.int32 or torch.int64, but got ", dtype_name(gi.scalar_type()));
+  check_rank(op, "group_idx", gi, 1);
+  NPU_EXT_CHECK(gi.sym_size(0) <= kMaxGroups, op, "group_idx may hold at most ", kMaxGroups, " groups, but got ",
+                gi.sym_size(0));
+  NPU_EXT_CHECK(t.dim() == 2, op, name, " must be 2-D (N, H) when group_idx is given, but got a ", t.dim(),
+                "-D tensor of shape ", shape_str(t.sym_sizes()));
+  return gi.sym_size(0);
+}
+
+// prelu's weight against the channel dimension of self; returns C (self.size(1), or 1 below rank 2).
+c10::SymInt check_prelu_weight(const char* op, const at::Tensor& self, const at::Tensor& weight) {
+  const c10::SymInt channels = self.dim() > 1 ? self.sym_size(1) : c10::SymInt(1);
+  const c10::SymInt nw = weight.sym_numel();
+  if (channels == 1) {
+    NPU_EXT_CHECK(nw == 1, op, "weight must have 1 element (self has a single channel), but got ", nw);
+  } else {
+    NPU_EXT_CHECK(nw == 1 || nw == channels, op, "weight must have 1 or ", channels,
+                  " elements (the size of dimension 1 of self), but got ", nw);
+  }
+  return channels;
+}
+
+// The 4-D softmax operand `t` (called `name`) and, unless the causal mask replaces it, its bool mask.
+void check_softmax_operands(const char* op, const char* name, const at::Tensor& t, const at::Tensor& mask,
+                            bool fix_triu_mask) {
+  check_rank(op, name, t, 4);
+  NPU_EXT_CHECK(t.sym_size(3) <= kMaxSoftmaxLastDim, op, "the last dimension of ", name, " must be at most ",
+                kMaxSoftmaxLastDim, ", but got ", t.sym_size(3));
+  if (fix_triu_mask) return;  // the causal mask is generated; the mask argument is ignored
+  check_same_device(op, "mask", mask, name, t);
+  NPU_EXT_CHECK(mask.scalar_type() == at::kBool, op, "mask must have dtype torch.bool, but got ",
+                dtype_name(mask.scalar_type()));
+  check_rank(op, "mask", mask, 4);
+  bool ok = mask.sym_size(2) == t.sym_size(2) && mask.sym_size(3) == t.sym_size(3);
+  for (int d = 0; d < 2; ++d) ok = ok && (mask.sym_size(d) == t.sym_size(d) || mask.sym_size(d) == 1);
+  NPU_EXT_CHECK(ok, op, "mask of shape ", shape_str(mask.sym_sizes()), " must match ", name, " ",
+                shape_str(t.sym_sizes()), " in its last two dimensions and be equal or 1 in its first two");
+}
 }  // namespace
 
 bool is_supported_float(const at::Tensor& t) {
@@ -90,13 +150,7 @@ GeluBackwardMeta check_gelu_backward_v2(const at::Tensor& grad_output, const at:
                                         c10::string_view approximate) {
   constexpr const char* op = "gelu_backward_v2";
   GeluBackwardMeta meta;
-  if (approximate == "none") {
-    meta.approximate = GeluApproximate::None;
-  } else if (approximate == "tanh") {
-    meta.approximate = GeluApproximate::Tanh;
-  } else {
-    NPU_EXT_CHECK(false, op, "approximate must be \"none\" or \"tanh\", but got \"", approximate, "\"");
-  }
+  meta.approximate = parse_approximate(op, approximate);
   check_same_device(op, "self", self, "grad_output", grad_output);
   check_float(op, "grad_output", grad_output);
   check_float(op, "self", self);
@@ -124,15 +178,8 @@ PreluBackwardMeta check_prelu_backward(const at::Tensor& grad_output, const at::
                 op, "grad_output of shape ", shape_str(grad_output.sym_sizes()),
                 " must broadcast to the shape of self ", shape_str(self.sym_sizes()));
   PreluBackwardMeta meta;
-  meta.channels = self.dim() > 1 ? self.sym_size(1) : c10::SymInt(1);
-  const c10::SymInt nw = weight.sym_numel();
-  if (meta.channels == 1) {
-    NPU_EXT_CHECK(nw == 1, op, "weight must have 1 element (self has a single channel), but got ", nw);
-  } else {
-    NPU_EXT_CHECK(nw == 1 || nw == meta.channels, op, "weight must have 1 or ", meta.channels,
-                  " elements (the size of dimension 1 of self), but got ", nw);
-  }
-  meta.per_channel = nw != 1;
+  meta.channels = check_prelu_weight(op, self, weight);
+  meta.per_channel = weight.sym_numel() != 1;
   return meta;
 }
 
@@ -141,27 +188,9 @@ GroupedBiasAddGradMeta check_grouped_bias_add_grad(const at::Tensor& grad_y,
                                                    const c10::optional<at::Tensor>& group_idx,
                                                    int64_t group_idx_type) {
   constexpr const char* op = "grouped_bias_add_grad";
-  NPU_EXT_CHECK(group_idx_type == 0 || group_idx_type == 1, op,
-                "group_idx_type must be 0 (cumulative end offsets) or 1 (per-group counts), but got ",
-                group_idx_type);
   check_float(op, "grad_y", grad_y);
   GroupedBiasAddGradMeta meta;
-  if (group_idx.has_value()) {
-    const at::Tensor& gi = *group_idx;
-    check_same_device(op, "group_idx", gi, "grad_y", grad_y);
-    NPU_EXT_CHECK(gi.scalar_type() == at::kInt || gi.scalar_type() == at::kLong, op,
-                  "group_idx must have dtype torch.int32 or torch.int64, but got ", dtype_name(gi.scalar_type()));
-    check_rank(op, "group_idx", gi, 1);
-    NPU_EXT_CHECK(gi.sym_size(0) <= kMaxGroups, op, "group_idx may hold at most ", kMaxGroups,
-                  " groups, but got ", gi.sym_size(0));
-    NPU_EXT_CHECK(grad_y.dim() == 2, op, "grad_y must be 2-D (N, H) when group_idx is given, but got a ",
-                  grad_y.dim(), "-D tensor of shape ", shape_str(grad_y.sym_sizes()));
-    meta.groups = gi.sym_size(0);
-  } else {
-    NPU_EXT_CHECK(grad_y.dim() == 3, op, "grad_y must be 3-D (G, C, H) when group_idx is None, but got a ",
-                  grad_y.dim(), "-D tensor of shape ", shape_str(grad_y.sym_sizes()));
-    meta.groups = grad_y.sym_size(0);
-  }
+  meta.groups = check_grouping(op, "grad_y", grad_y, group_idx, group_idx_type);
   meta.hidden = grad_y.sym_size(-1);
   return meta;
 }
@@ -211,18 +240,7 @@ void check_scaled_masked_softmax_backward(const at::Tensor& grad_output, const a
   check_rank(op, "grad_output", grad_output, 4);
   NPU_EXT_CHECK(y.sym_sizes() == grad_output.sym_sizes(), op, "y must have the shape of grad_output ",
                 shape_str(grad_output.sym_sizes()), ", but got ", shape_str(y.sym_sizes()));
-  NPU_EXT_CHECK(grad_output.sym_size(3) <= kMaxSoftmaxLastDim, op, "the last dimension of grad_output must be at most ",
-                kMaxSoftmaxLastDim, ", but got ", grad_output.sym_size(3));
-  if (fix_triu_mask) return;  // the causal mask is generated; the mask argument is ignored
-  check_same_device(op, "mask", mask, "grad_output", grad_output);
-  NPU_EXT_CHECK(mask.scalar_type() == at::kBool, op, "mask must have dtype torch.bool, but got ",
-                dtype_name(mask.scalar_type()));
-  check_rank(op, "mask", mask, 4);
-  bool ok = mask.sym_size(2) == grad_output.sym_size(2) && mask.sym_size(3) == grad_output.sym_size(3);
-  for (int d = 0; d < 2; ++d) ok = ok && (mask.sym_size(d) == grad_output.sym_size(d) || mask.sym_size(d) == 1);
-  NPU_EXT_CHECK(ok, op, "mask of shape ", shape_str(mask.sym_sizes()), " must match grad_output ",
-                shape_str(grad_output.sym_sizes()),
-                " in its last two dimensions and be equal or 1 in its first two");
+  check_softmax_operands(op, "grad_output", grad_output, mask, fix_triu_mask);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -241,13 +259,7 @@ void check_logit_grad(const at::Tensor& x, const at::Tensor& dy) {
 // with symbolic shapes; for real tensors this is the same as sizes().
 GeluApproximate check_gelu(const at::Tensor& self, c10::string_view approximate) {
   constexpr const char* op = "gelu";
-  GeluApproximate a = GeluApproximate::None;
-  if (approximate == "tanh") {
-    a = GeluApproximate::Tanh;
-  } else {
-    NPU_EXT_CHECK(approximate == "none", op, "approximate must be \"none\" or \"tanh\", but got \"", approximate,
-                  "\"");
-  }
+  const GeluApproximate a = parse_approximate(op, approximate);
   check_float(op, "self", self);
   return a;
 }
@@ -259,14 +271,7 @@ void check_prelu(const at::Tensor& self, const at::Tensor& weight) {
   check_same_dtype(op, "weight", weight, "self", self);
   check_max_rank(op, "self", self, kMaxRank);
   check_max_rank(op, "weight", weight, kMaxRank);
-  const c10::SymInt channels = self.dim() > 1 ? self.sym_size(1) : c10::SymInt(1);
-  const c10::SymInt nw = weight.sym_numel();
-  if (channels == 1) {
-    NPU_EXT_CHECK(nw == 1, op, "weight must have 1 element (self has a single channel), but got ", nw);
-  } else {
-    NPU_EXT_CHECK(nw == 1 || nw == channels, op, "weight must have 1 or ", channels,
-                  " elements (the size of dimension 1 of self), but got ", nw);
-  }
+  check_prelu_weight(op, self, weight);
 }
 
 void check_logit(const at::Tensor& self) {
@@ -278,45 +283,21 @@ void check_logit(const at::Tensor& self) {
 void check_scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, bool fix_triu_mask) {
   constexpr const char* op = "scaled_masked_softmax";
   check_float(op, "x", x);
-  check_rank(op, "x", x, 4);
-  NPU_EXT_CHECK(x.sym_size(3) <= kMaxSoftmaxLastDim, op, "the last dimension of x must be at most ",
-                kMaxSoftmaxLastDim, ", but got ", x.sym_size(3));
-  if (fix_triu_mask) return;  // the causal mask is generated; the mask argument is ignored
-  check_same_device(op, "mask", mask, "x", x);
-  NPU_EXT_CHECK(mask.scalar_type() == at::kBool, op, "mask must have dtype torch.bool, but got ",
-                dtype_name(mask.scalar_type()));
-  check_rank(op, "mask", mask, 4);
-  bool ok = mask.sym_size(2) == x.sym_size(2) && mask.sym_size(3) == x.sym_size(3);
-  for (int d = 0; d < 2; ++d) ok = ok && (mask.sym_size(d) == x.sym_size(d) || mask.sym_size(d) == 1);
-  NPU_EXT_CHECK(ok, op, "mask of shape ", shape_str(mask.sym_sizes()), " must match x ", shape_str(x.sym_sizes()),
-                " in its last two dimensions and be equal or 1 in its first two");
+  check_softmax_operands(op, "x", x, mask, fix_triu_mask);
 }
 
 void check_grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
                             int64_t group_idx_type) {
   constexpr const char* op = "grouped_bias_add";
-  NPU_EXT_CHECK(group_idx_type == 0 || group_idx_type == 1, op,
-                "group_idx_type must be 0 (cumulative end offsets) or 1 (per-group counts), but got ",
-                group_idx_type);
   check_same_device(op, "bias", bias, "x", x);
   check_float(op, "x", x);
   check_same_dtype(op, "bias", bias, "x", x);
+  const c10::SymInt groups = check_grouping(op, "x", x, group_idx, group_idx_type);
   if (group_idx.has_value()) {
-    const at::Tensor& gi = *group_idx;
-    check_same_device(op, "group_idx", gi, "x", x);
-    NPU_EXT_CHECK(gi.scalar_type() == at::kInt || gi.scalar_type() == at::kLong, op,
-                  "group_idx must have dtype torch.int32 or torch.int64, but got ", dtype_name(gi.scalar_type()));
-    check_rank(op, "group_idx", gi, 1);
-    NPU_EXT_CHECK(gi.sym_size(0) <= kMaxGroups, op, "group_idx may hold at most ", kMaxGroups, " groups, but got ",
-                  gi.sym_size(0));
-    NPU_EXT_CHECK(x.dim() == 2, op, "x must be 2-D (N, H) when group_idx is given, but got a ", x.dim(),
-                  "-D tensor of shape ", shape_str(x.sym_sizes()));
-    NPU_EXT_CHECK(bias.dim() == 2 && bias.sym_size(0) == gi.sym_size(0) && bias.sym_size(1) == x.sym_size(1), op,
-                  "bias must have shape (G, H) = [", gi.sym_size(0), ", ", x.sym_size(1),
+    NPU_EXT_CHECK(bias.dim() == 2 && bias.sym_size(0) == groups && bias.sym_size(1) == x.sym_size(1), op,
+                  "bias must have shape (G, H) = [", groups, ", ", x.sym_size(1),
                   "] (G = group_idx.numel(), H = x.size(1)), but got ", shape_str(bias.sym_sizes()));
   } else {
-    NPU_EXT_CHECK(x.dim() == 3, op, "x must be 3-D (G, C, H) when group_idx is None, but got a ", x.dim(),
-                  "-D tensor of shape ", shape_str(x.sym_sizes()));
     const bool ok2 = bias.dim() == 2 && bias.sym_size(0) == x.sym_size(0) && bias.sym_size(1) == x.sym_size(2);
     const bool ok3 = bias.dim() == 3 && bias.sym_size(0) == x.sym_size(0) && bias.sym_size(1) == 1 &&
                      bias.sym_size(2) == x.sym_size(2);
