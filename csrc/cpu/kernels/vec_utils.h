@@ -174,6 +174,41 @@ inline T hsum(const Vectorized<T>& v) {
   return a[0];
 }
 
+// out = op(a) elementwise over a TensorIterator with one output and one input of dtype scalar_t (see
+// binary_vec_kernel: contiguous runs in place, strided ones through a small buffer, the same vector op for
+// every element whatever the thread split).
+template <typename scalar_t, typename Op>
+void unary_vec_kernel(at::TensorIteratorBase& iter, const Op& op) {
+  using P = Pack<scalar_t>;
+  constexpr int64_t K = P::kSize;
+  constexpr int64_t S = sizeof(scalar_t);
+  auto compute = [&op](const scalar_t* a, int64_t count) {
+    const P pa = P::load(a, count);
+    P r;
+    for (int k = 0; k < P::kVecs; ++k) r.v[k] = op(pa.v[k]);
+    return r;
+  };
+  iter.for_each([&](char** data, const int64_t* strides, int64_t n0, int64_t n1) {
+    for (int64_t i = 0; i < n1; ++i) {
+      char* out = data[0] + i * strides[2];
+      const char* a = data[1] + i * strides[3];
+      if (strides[0] == S && strides[1] == S) {
+        auto* o = reinterpret_cast<scalar_t*>(out);
+        auto* pa = reinterpret_cast<const scalar_t*>(a);
+        store_loop(o, n0, [&](int64_t j, int64_t count) { return compute(pa + j, count); });
+      } else {
+        scalar_t ba[K], bo[K];
+        for (int64_t j = 0; j < n0; j += K) {
+          const int64_t cnt = std::min<int64_t>(K, n0 - j);
+          for (int64_t k = 0; k < cnt; ++k) std::memcpy(&ba[k], a + (j + k) * strides[1], S);
+          compute(ba, cnt).store(bo, cnt);
+          for (int64_t k = 0; k < cnt; ++k) std::memcpy(out + (j + k) * strides[0], &bo[k], S);
+        }
+      }
+    }
+  });
+}
+
 // out = op(a, b) elementwise over a TensorIterator with one output and two inputs of dtype scalar_t; op maps
 // opmath vectors to an opmath vector. Contiguous runs are read and written in place; strided or broadcast
 // runs are gathered into a small buffer first. Either way every element is computed by the same vector op,
