@@ -102,6 +102,24 @@ def problems(dtype):
     ygt, ggt = y.transpose(2, 3).contiguous().transpose(2, 3), gg.transpose(2, 3).contiguous().transpose(2, 3)
     out["softmax_strided"] = (lambda: ops.scaled_masked_softmax_backward(ggt, ygt, mask, 0.5, False),
                               base.masked_fill(mask, 0))
+
+    # The forward kernels.
+    out["gelu_fwd_erf"] = (lambda: ops.gelu(x, "none"), torch.nn.functional.gelu(xd, approximate="none"))
+    out["gelu_fwd_tanh"] = (lambda: ops.gelu(x, "tanh"), torch.nn.functional.gelu(xd, approximate="tanh"))
+    out["gelu_fwd_strided"] = (lambda: ops.gelu(xs.t(), "none"), torch.nn.functional.gelu(xs.t().double()))
+    xsm = randn(B, N, S1, S2, scale=4.0)
+    zd = xsm.double() * 0.5
+    out["softmax_fwd"] = (lambda: ops.scaled_masked_softmax(xsm, mask, 0.5, False),
+                          torch.softmax(zd.masked_fill(mask, -10000.0), -1))
+    out["softmax_fwd_causal"] = (lambda: ops.scaled_masked_softmax(xsm, mask, 0.5, True),
+                                 torch.softmax(zd.masked_fill(causal, -10000.0), -1))
+    xsmt = xsm.transpose(2, 3).contiguous().transpose(2, 3)
+    out["softmax_fwd_strided"] = (lambda: ops.scaled_masked_softmax(xsmt, mask, 0.5, False),
+                                  torch.softmax(zd.masked_fill(mask, -10000.0), -1))
+    gx, gb = randn(1000, 77), randn(3, 77)
+    gends = torch.tensor([300, 300, 1000])
+    gref = gx.double() + torch.cat([gb.double()[0].expand(300, 77), gb.double()[2].expand(700, 77)])
+    out["grouped_fwd"] = (lambda: ops.grouped_bias_add(gx, gb, gends, 0), gref)
     return out
 
 

@@ -97,6 +97,10 @@ void grouped_bias_add_kernel(const at::Tensor& x, const GroupedRows& layout, con
   NPU_EXT_CPU_DISPATCH(grouped_bias_add_kernel, x, layout, bias, bias_row_stride, bias_col_stride, out);
 }
 
+void gelu_kernel(at::TensorIteratorBase& iter, GeluApproximate approximate) {
+  NPU_EXT_CPU_DISPATCH(gelu_kernel, iter, approximate);
+}
+
 #undef NPU_EXT_CPU_DISPATCH
 
 }  // namespace cpu

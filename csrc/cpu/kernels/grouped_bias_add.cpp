@@ -1,3 +1,4 @@
+// grouped_bias_add forward kernels (compiled once per ISA variant, see kernels.h).
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
@@ -6,6 +7,7 @@
 #include <vector>
 
 #include "cpu/kernels/kernels.h"
+#include "cpu/kernels/vec_utils.h"
 
 namespace npu_ext {
 namespace cpu {
@@ -16,6 +18,7 @@ template <typename scalar_t>
 void grouped_bias_add_impl(const scalar_t* xbase, const GroupedRows& L, const scalar_t* bias, int64_t bias_row_stride,
                            int64_t bias_col_stride, scalar_t* out) {
   using acc_t = at::opmath_type<scalar_t>;
+  using P = Pack<scalar_t>;
   const int64_t H = L.hidden;
   const int64_t G = static_cast<int64_t>(L.rows.size());
   std::vector<int64_t> first_row(G + 1, 0);  // output rows of group j: [first_row[j], first_row[j + 1])
@@ -31,6 +34,15 @@ void grouped_bias_add_impl(const scalar_t* xbase, const GroupedRows& L, const sc
       const scalar_t* xr = xbase + L.group_base[j] + (r - first_row[j]) * L.row_stride;
       const scalar_t* br = bias + j * bias_row_stride;
       scalar_t* o = out + r * H;
+      if (L.col_stride == 1 && bias_col_stride == 1) {
+        store_loop(o, H, [&](int64_t h, int64_t cnt) {
+          const P px = P::load(xr + h, cnt), pb = P::load(br + h, cnt);
+          P res;
+          for (int k = 0; k < P::kVecs; ++k) res.v[k] = px.v[k] + pb.v[k];
+          return res;
+        });
+        continue;
+      }
       for (int64_t h = 0; h < H; ++h)
         o[h] = static_cast<scalar_t>(static_cast<acc_t>(xr[h * L.col_stride]) +
                                      static_cast<acc_t>(br[h * bias_col_stride]));

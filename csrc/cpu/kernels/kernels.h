@@ -54,6 +54,7 @@ struct GroupedRows {
 // grouped_bias_add_kernel  x rows described by `layout` (see GroupedRows); bias row j at bias.data +
 //                       j * bias_row_stride, element h at + h * bias_col_stride. out: contiguous, the rows of
 //                       every group in group order: out = x row + bias[group].
+// gelu_kernel           iter: output out, input self, of one dtype. out = gelu(self) in fp32 (fp64 for fp64).
 #define NPU_EXT_DECLARE_CPU_KERNELS                                                                          \
   void gelu_backward_kernel(at::TensorIteratorBase& iter, GeluApproximate approximate);                      \
   void logit_grad_kernel(at::TensorIteratorBase& iter, double eps);                                          \
@@ -67,7 +68,8 @@ struct GroupedRows {
   void scaled_masked_softmax_kernel(const at::Tensor& x, const at::Tensor& mask, double scale, bool causal,   \
                                     const at::Tensor& out);                                                  \
   void grouped_bias_add_kernel(const at::Tensor& x, const GroupedRows& layout, const at::Tensor& bias,        \
-                               int64_t bias_row_stride, int64_t bias_col_stride, const at::Tensor& out);
+                               int64_t bias_row_stride, int64_t bias_col_stride, const at::Tensor& out);     \
+  void gelu_kernel(at::TensorIteratorBase& iter, GeluApproximate approximate);
 
 namespace DEFAULT {
 NPU_EXT_DECLARE_CPU_KERNELS

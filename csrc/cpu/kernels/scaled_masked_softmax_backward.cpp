@@ -13,31 +13,6 @@ namespace cpu {
 namespace CPU_CAPABILITY {
 namespace {
 
-// A lane mask (all bits set where true) for Vec::blendv from `count` contiguous bools (count <= size()).
-template <typename Vec>
-Vec bool_mask(const bool* m, int64_t count) {
-  using T = typename Vec::value_type;
-  constexpr int64_t V = Vec::size();
-#if defined(CPU_CAPABILITY_AVX512)
-  if constexpr (std::is_same_v<T, float>) {
-    const __mmask16 valid = count >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << count) - 1u);
-    const __m128i bytes = _mm_maskz_loadu_epi8(valid, m);
-    const __mmask16 set = _mm_test_epi8_mask(bytes, bytes);
-    return _mm512_castsi512_ps(_mm512_movm_epi32(set));
-  }
-#elif defined(CPU_CAPABILITY_AVX2)
-  if constexpr (std::is_same_v<T, float>) {
-    int64_t bytes8 = 0;
-    std::memcpy(&bytes8, m, static_cast<size_t>(std::min<int64_t>(count, 8)));
-    const __m256i wide = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(bytes8));
-    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(wide, _mm256_setzero_si256()));
-  }
-#endif
-  T lanes[V];
-  for (int64_t k = 0; k < V; ++k) lanes[k] = (k < count && m[k]) ? T(1) : T(0);
-  return Vec::loadu(lanes) == Vec(T(1));
-}
-
 template <typename scalar_t>
 void scaled_masked_softmax_backward_impl(const at::Tensor& g, const at::Tensor& y, const at::Tensor& mask,
                                          double scale, bool causal, const at::Tensor& out) {

@@ -138,6 +138,31 @@ C10_ALWAYS_INLINE Vectorized<T> fast_reciprocal(const Vectorized<T>& x) {
   return Vectorized<T>(T(1)) / x;
 }
 
+// A lane mask (all bits set where true) for Vec::blendv from `count` contiguous bools (count <= size()).
+template <typename Vec>
+C10_ALWAYS_INLINE Vec bool_mask(const bool* m, int64_t count) {
+  using T = typename Vec::value_type;
+  constexpr int64_t V = Vec::size();
+#if defined(CPU_CAPABILITY_AVX512)
+  if constexpr (std::is_same_v<T, float>) {
+    const __mmask16 valid = count >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << count) - 1u);
+    const __m128i bytes = _mm_maskz_loadu_epi8(valid, m);
+    const __mmask16 set = _mm_test_epi8_mask(bytes, bytes);
+    return _mm512_castsi512_ps(_mm512_movm_epi32(set));
+  }
+#elif defined(CPU_CAPABILITY_AVX2)
+  if constexpr (std::is_same_v<T, float>) {
+    int64_t bytes8 = 0;
+    std::memcpy(&bytes8, m, static_cast<size_t>(std::min<int64_t>(count, 8)));
+    const __m256i wide = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(bytes8));
+    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(wide, _mm256_setzero_si256()));
+  }
+#endif
+  T lanes[V];
+  for (int64_t k = 0; k < V; ++k) lanes[k] = (k < count && m[k]) ? T(1) : T(0);
+  return Vec::loadu(lanes) == Vec(T(1));
+}
+
 // Sum of the lanes in a fixed order (a pairwise tree over the lane array).
 template <typename T>
 inline T hsum(const Vectorized<T>& v) {
@@ -147,6 +172,41 @@ inline T hsum(const Vectorized<T>& v) {
   for (int w = n / 2; w >= 1; w /= 2)
     for (int i = 0; i < w; ++i) a[i] += a[i + w];
   return a[0];
+}
+
+// out = op(a) elementwise over a TensorIterator with one output and one input of dtype scalar_t (see
+// binary_vec_kernel: contiguous runs in place, strided ones through a small buffer, the same vector op for
+// every element whatever the thread split).
+template <typename scalar_t, typename Op>
+void unary_vec_kernel(at::TensorIteratorBase& iter, const Op& op) {
+  using P = Pack<scalar_t>;
+  constexpr int64_t K = P::kSize;
+  constexpr int64_t S = sizeof(scalar_t);
+  auto compute = [&op](const scalar_t* a, int64_t count) {
+    const P pa = P::load(a, count);
+    P r;
+    for (int k = 0; k < P::kVecs; ++k) r.v[k] = op(pa.v[k]);
+    return r;
+  };
+  iter.for_each([&](char** data, const int64_t* strides, int64_t n0, int64_t n1) {
+    for (int64_t i = 0; i < n1; ++i) {
+      char* out = data[0] + i * strides[2];
+      const char* a = data[1] + i * strides[3];
+      if (strides[0] == S && strides[1] == S) {
+        auto* o = reinterpret_cast<scalar_t*>(out);
+        auto* pa = reinterpret_cast<const scalar_t*>(a);
+        store_loop(o, n0, [&](int64_t j, int64_t count) { return compute(pa + j, count); });
+      } else {
+        scalar_t ba[K], bo[K];
+        for (int64_t j = 0; j < n0; j += K) {
+          const int64_t cnt = std::min<int64_t>(K, n0 - j);
+          for (int64_t k = 0; k < cnt; ++k) std::memcpy(&ba[k], a + (j + k) * strides[1], S);
+          compute(ba, cnt).store(bo, cnt);
+          for (int64_t k = 0; k < cnt; ++k) std::memcpy(out + (j + k) * strides[0], &bo[k], S);
+        }
+      }
+    }
+  });
 }
 
 // out = op(a, b) elementwise over a TensorIterator with one output and two inputs of dtype scalar_t; op maps
