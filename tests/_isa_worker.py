@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 import torch_ext  # noqa: F401
+from helpers import bits, on_1_and_2_threads  # noqa: E402  (tests/ is sys.path[0])
 
 ops = torch.ops.npu_ext
 TOL = {torch.float32: 2.0 ** -13, torch.float16: 2.0 ** -10, torch.bfloat16: 2.0 ** -7}
@@ -127,17 +128,11 @@ def main(path):
     saved = {"capability": ops._cpu_capability()}
     for dtype in (torch.float32, torch.bfloat16, torch.float16):
         for name, (fn, ref) in problems(dtype).items():
-            torch.set_num_threads(1)
-            one = fn()
-            torch.set_num_threads(2)
-            two = fn()
-            one = one if isinstance(one, tuple) else (one,)
-            two = two if isinstance(two, tuple) else (two,)
+            one, two = on_1_and_2_threads(fn)
             ref = ref if isinstance(ref, tuple) else (ref,)
             for k, (a, b, r) in enumerate(zip(one, two, ref)):
                 assert a.dtype == dtype, (name, a.dtype)
-                assert torch.equal(a.view(torch.int16 if dtype != torch.float32 else torch.int32),
-                                   b.view(torch.int16 if dtype != torch.float32 else torch.int32)), \
+                assert torch.equal(bits(a), bits(b)), \
                     f"{name}[{k}] {dtype}: 1 and 2 threads differ"
                 check(f"{name}[{k}]", dtype, a, r)
                 saved[f"{name}[{k}] {dtype}"] = a

@@ -64,3 +64,22 @@ class DeviceErrorTestCase(expecttest.TestCase):
             messages.add(str(ctx.exception).split("\n")[0])
         self.assertEqual(len(messages), 1, messages)
         return messages.pop()
+
+
+def bits(t):
+    """The raw bits of a float tensor, for exact comparisons (NaN-safe, -0.0 != 0.0)."""
+    return t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+def on_1_and_2_threads(fn):
+    """fn() computed with 1 and with 2 threads, each result as a tuple of tensors."""
+    before = torch.get_num_threads()
+    try:
+        results = []
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            r = fn()
+            results.append(r if isinstance(r, tuple) else (r,))
+        return results
+    finally:
+        torch.set_num_threads(before)

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from helpers import make
+from helpers import bits, make, on_1_and_2_threads
 
 ops = torch.ops.npu_ext
 
@@ -30,22 +30,9 @@ def _cases(dtype):
     yield "logit", lambda: ops.logit_grad(xl, g, 1e-3)
 
 
-def _bits(t):
-    return t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_bitwise_identical_for_1_and_2_threads(dtype):
-    before = torch.get_num_threads()
-    try:
-        for name, fn in _cases(dtype):
-            torch.set_num_threads(1)
-            one = fn()
-            torch.set_num_threads(2)
-            two = fn()
-            one = one if isinstance(one, tuple) else (one,)
-            two = two if isinstance(two, tuple) else (two,)
-            for a, b in zip(one, two):
-                assert torch.equal(_bits(a), _bits(b)), name  # NaN-safe, -0.0 != 0.0
-    finally:
-        torch.set_num_threads(before)
+    for name, fn in _cases(dtype):
+        one, two = on_1_and_2_threads(fn)
+        for a, b in zip(one, two):
+            assert torch.equal(bits(a), bits(b)), name
