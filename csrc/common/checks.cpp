@@ -195,10 +195,6 @@ GroupedBiasAddGradMeta check_grouped_bias_add_grad(const at::Tensor& grad_y,
   return meta;
 }
 
-std::vector<int64_t> group_offsets(const at::Tensor& group_idx_cpu, int64_t group_idx_type, int64_t rows) {
-  return group_offsets("grouped_bias_add_grad", "grad_y", group_idx_cpu, group_idx_type, rows);
-}
-
 std::vector<int64_t> group_offsets(const char* op, const char* rows_name, const at::Tensor& group_idx_cpu,
                                    int64_t group_idx_type, int64_t rows) {
   TORCH_INTERNAL_ASSERT(group_idx_cpu.device().is_cpu() && group_idx_cpu.dim() == 1);

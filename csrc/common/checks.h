@@ -61,7 +61,9 @@ GroupedBiasAddGradMeta check_grouped_bias_add_grad(const at::Tensor& grad_y,
 
 // The data-dependent part: reads a host copy of group_idx, validates every value and returns the G + 1
 // row offsets [0, end_0, ..., end_{G-1} = N]. Any bad value is an error, never an out-of-bounds read.
-std::vector<int64_t> group_offsets(const at::Tensor& group_idx_cpu, int64_t group_idx_type, int64_t rows);
+// `op` and `rows_name` (the tensor whose rows are grouped) name the messages.
+std::vector<int64_t> group_offsets(const char* op, const char* rows_name, const at::Tensor& group_idx_cpu,
+                                   int64_t group_idx_type, int64_t rows);
 
 // ---------------------------------------------------------------------------------------------------------
 // scaled_masked_softmax_backward
@@ -96,10 +98,6 @@ void check_scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, bo
 // x's dtype and device. The group_idx values are checked by group_offsets("grouped_bias_add", "x", ...).
 void check_grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
                             int64_t group_idx_type);
-
-// group_offsets for any op: `op` and `rows_name` (the tensor whose rows are grouped) name the messages.
-std::vector<int64_t> group_offsets(const char* op, const char* rows_name, const at::Tensor& group_idx_cpu,
-                                   int64_t group_idx_type, int64_t rows);
 
 // ---------------------------------------------------------------------------------------------------------
 // .out overloads: the caller-provided output must already have the inferred shape and dtype, and live on

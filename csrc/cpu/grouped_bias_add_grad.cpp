@@ -16,7 +16,7 @@ cpu::GroupedRows layout_of(const at::Tensor& grad_y, const c10::optional<at::Ten
   L.hidden = meta.hidden.expect_int();
   L.col_stride = grad_y.stride(-1);
   if (group_idx.has_value()) {
-    const auto offsets = group_offsets(*group_idx, group_idx_type, grad_y.size(0));
+    const auto offsets = group_offsets("grouped_bias_add_grad", "grad_y", *group_idx, group_idx_type, grad_y.size(0));
     L.row_stride = grad_y.stride(0);
     for (int64_t j = 0; j < meta.groups.expect_int(); ++j) {
       L.group_base.push_back(offsets[j] * grad_y.stride(0));

@@ -20,7 +20,7 @@ bool validate(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_i
   meta = check_grouped_bias_add_grad(grad_y, group_idx, group_idx_type);
   check_npu_float(kOp, "grad_y", grad_y);
   if (!group_idx.has_value()) return grad_y.size(1) == 0;
-  const std::vector<int64_t> offsets = group_offsets(group_idx->cpu(), group_idx_type, grad_y.size(0));
+  const std::vector<int64_t> offsets = group_offsets(kOp, "grad_y", group_idx->cpu(), group_idx_type, grad_y.size(0));
   for (size_t j = 0; j + 1 < offsets.size(); ++j) {
     if (offsets[j + 1] == offsets[j]) return true;
   }

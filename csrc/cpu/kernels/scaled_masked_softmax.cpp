@@ -64,14 +64,8 @@ void scaled_masked_softmax_impl(const at::Tensor& x, const at::Tensor& mask, dou
       const int64_t i = r % S1, n = (r / S1) % N, b = r / (S1 * N);
       const scalar_t* xr = xp + b * xs[0] + n * xs[1] + i * xs[2];
       const bool* mr = causal ? nullptr : mp + b * ms[0] + n * ms[1] + i * ms[2];
-      if (xs[3] != 1) {
-        for (int64_t j = 0; j < S2; ++j) xbuf[j] = xr[j * xs[3]];
-        xr = xbuf.data();
-      }
-      if (!causal && ms[3] != 1) {
-        for (int64_t j = 0; j < S2; ++j) mbuf[j] = mr[j * ms[3]];
-        mr = reinterpret_cast<const bool*>(mbuf.data());
-      }
+      xr = dense_row(xr, xs[3], S2, xbuf.data());
+      if (!causal) mr = reinterpret_cast<const bool*>(dense_row(reinterpret_cast<const char*>(mr), ms[3], S2, mbuf.data()));
 
       // Pass 1: z = masked ? -10000 : scale * x, and its lane-wise maximum.
       Vec vmax = neg_inf;

@@ -46,18 +46,9 @@ void scaled_masked_softmax_backward_impl(const at::Tensor& g, const at::Tensor& 
       const scalar_t* gr = gp + b * gs[0] + n * gs[1] + i * gs[2];
       const scalar_t* yr = yp + b * ys[0] + n * ys[1] + i * ys[2];
       const bool* mr = causal ? nullptr : mp + b * ms[0] + n * ms[1] + i * ms[2];
-      if (gs[3] != 1) {
-        for (int64_t j = 0; j < S2; ++j) gbuf[j] = gr[j * gs[3]];
-        gr = gbuf.data();
-      }
-      if (ys[3] != 1) {
-        for (int64_t j = 0; j < S2; ++j) ybuf[j] = yr[j * ys[3]];
-        yr = ybuf.data();
-      }
-      if (!causal && ms[3] != 1) {
-        for (int64_t j = 0; j < S2; ++j) mbuf[j] = mr[j * ms[3]];
-        mr = reinterpret_cast<const bool*>(mbuf.data());
-      }
+      gr = dense_row(gr, gs[3], S2, gbuf.data());
+      yr = dense_row(yr, ys[3], S2, ybuf.data());
+      if (!causal) mr = reinterpret_cast<const bool*>(dense_row(reinterpret_cast<const char*>(mr), ms[3], S2, mbuf.data()));
       scalar_t* o = op + r * S2;
 
       // s = sum(g * y) over the whole row, masked positions included.

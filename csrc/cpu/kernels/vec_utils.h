@@ -163,6 +163,14 @@ C10_ALWAYS_INLINE Vec bool_mask(const bool* m, int64_t count) {
   return Vec::loadu(lanes) == Vec(T(1));
 }
 
+// A row of n elements at stride `stride`: the row itself when it is dense, else a copy gathered into buf.
+template <typename T>
+inline const T* dense_row(const T* row, int64_t stride, int64_t n, T* buf) {
+  if (stride == 1) return row;
+  for (int64_t j = 0; j < n; ++j) buf[j] = row[j * stride];
+  return buf;
+}
+
 // Sum of the lanes in a fixed order (a pairwise tree over the lane array).
 template <typename T>
 inline T hsum(const Vectorized<T>& v) {
