@@ -30,20 +30,39 @@ MAIN_SOURCES = _rel(
 KERNEL_SOURCES = _rel(glob.glob(os.path.join(CSRC, "cpu", "kernels", "*.cpp")))
 HEADERS = _rel(glob.glob(os.path.join(CSRC, "**", "*.h"), recursive=True))
 
-# ISA variant name -> extra compiler flags for the kernel sources (the flags ATen uses for its own variants).
+# ISA variant name -> extra compiler flags for the kernel sources, per target architecture (the variants and
+# flags ATen uses for its own kernels). x86-64: DEFAULT, AVX2 and AVX512, chosen at run time; aarch64 and
+# every other architecture: DEFAULT alone (on aarch64 ATen's Vectorized is NEON code without any flag; Kunpeng
+# 920, the CPU of Ascend training hosts, has no SVE). No ISA flag ever reaches a compiler of another target.
 # DEFAULT must stay first: the linker keeps the first copy of any inline function the variants share, and
-# that copy must be the one without ISA flags. csrc/cpu/dispatch.cpp picks the variant at run time.
+# that copy must be the one without ISA flags. csrc/cpu/dispatch.cpp picks the variant at run time; the
+# NPU_EXT_X86_VARIANTS macro tells it (and every other source) that the AVX2/AVX512 variants are linked in.
 # -ffp-contract=off: no implicit FMA contraction, so the rounding of every kernel expression is the one
 # written in the source, the same for full vectors and tails.
 KERNEL_FLAGS = ["-ffp-contract=off", "-Wno-unknown-pragmas"]
-ISA_VARIANTS = {
+X86_VARIANTS = {
     "DEFAULT": ["-DCPU_CAPABILITY=DEFAULT", "-DCPU_CAPABILITY_DEFAULT"],
     "AVX2": ["-DCPU_CAPABILITY=AVX2", "-DCPU_CAPABILITY_AVX2", "-mavx2", "-mfma", "-mf16c"],
     "AVX512": ["-DCPU_CAPABILITY=AVX512", "-DCPU_CAPABILITY_AVX512", "-mavx512f", "-mavx512bw", "-mavx512vl",
                "-mavx512dq", "-mfma", "-mf16c"],
 }
+PORTABLE_VARIANTS = {"DEFAULT": X86_VARIANTS["DEFAULT"]}
 
-CXX_FLAGS = ["-O3", "-std=c++17", "-fopenmp", "-Wall", "-Wno-unused-function"]
+
+def _target_is_x86():
+    """Whether the extension is built for x86-64. The target is the machine the build runs on (a cross build
+    runs setup.py under emulation, see tools/aarch64/); NPU_EXT_TARGET_ARCH overrides it."""
+    import platform
+
+    arch = os.environ.get("NPU_EXT_TARGET_ARCH") or platform.machine()
+    return arch.lower() in ("x86_64", "amd64", "i386", "i686", "x86")
+
+
+TARGET_X86 = _target_is_x86()
+ISA_VARIANTS = X86_VARIANTS if TARGET_X86 else PORTABLE_VARIANTS
+ARCH_DEFINES = ["-DNPU_EXT_X86_VARIANTS"] if TARGET_X86 else []
+
+CXX_FLAGS = ["-O3", "-std=c++17", "-fopenmp", "-Wall", "-Wno-unused-function"] + ARCH_DEFINES
 LINK_FLAGS = ["-fopenmp"]
 
 

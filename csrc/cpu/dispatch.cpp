@@ -11,7 +11,7 @@ namespace cpu {
 namespace {
 
 bool cpu_has_avx2() {
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(NPU_EXT_X86_VARIANTS)
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 #else
   return false;
@@ -19,7 +19,7 @@ bool cpu_has_avx2() {
 }
 
 bool cpu_has_avx512() {
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(NPU_EXT_X86_VARIANTS)
   return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 #else
@@ -27,8 +27,11 @@ bool cpu_has_avx512() {
 #endif
 }
 
+// ATen's capability (x86: "DEFAULT", "AVX2", "AVX512"; aarch64: "DEFAULT", "SVE128", "SVE256"; set by
+// ATEN_CPU_CAPABILITY), lowered to the best variant this build has and this CPU runs. Builds for other
+// architectures than x86-64 (setup.py) have the DEFAULT variant only, which is NEON code on aarch64.
 Isa compute_isa() {
-  const std::string aten = at::get_cpu_capability();  // "DEFAULT", "AVX2", "AVX512" (ATEN_CPU_CAPABILITY)
+  const std::string aten = at::get_cpu_capability();
   Isa isa = aten == "AVX512" ? Isa::AVX512 : aten == "AVX2" ? Isa::AVX2 : Isa::DEFAULT;
   if (isa == Isa::AVX512 && !cpu_has_avx512()) isa = Isa::AVX2;
   if (isa == Isa::AVX2 && !cpu_has_avx2()) isa = Isa::DEFAULT;
@@ -55,6 +58,7 @@ const char* isa_name(Isa isa) {
   }
 }
 
+#if defined(NPU_EXT_X86_VARIANTS)
 #define NPU_EXT_CPU_DISPATCH(fn, ...)      \
   switch (selected_isa()) {                \
     case Isa::AVX512:                      \
@@ -64,6 +68,9 @@ const char* isa_name(Isa isa) {
     default:                               \
       return DEFAULT::fn(__VA_ARGS__);     \
   }
+#else
+#define NPU_EXT_CPU_DISPATCH(fn, ...) return DEFAULT::fn(__VA_ARGS__);
+#endif
 
 void gelu_backward_kernel(at::TensorIteratorBase& iter, GeluApproximate approximate) {
   NPU_EXT_CPU_DISPATCH(gelu_backward_kernel, iter, approximate);

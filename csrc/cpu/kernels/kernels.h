@@ -1,7 +1,8 @@
 // The CPU math kernels, declared once per ISA variant.
 //
-// Every csrc/cpu/kernels/*.cpp is compiled once per entry of setup.py's ISA_VARIANTS (DEFAULT, AVX2,
-// AVX512), each time with CPU_CAPABILITY set to the variant's name and the matching -m flags, and defines
+// Every csrc/cpu/kernels/*.cpp is compiled once per entry of setup.py's ISA_VARIANTS (DEFAULT, AVX2 and
+// AVX512 on x86-64, where NPU_EXT_X86_VARIANTS is defined; DEFAULT alone elsewhere, which is NEON code on
+// aarch64), each time with CPU_CAPABILITY set to the variant's name and the matching -m flags, and defines
 // its kernels in namespace npu_ext::cpu::<CPU_CAPABILITY>. Nothing outside those namespaces may be defined
 // in a kernel source (no registration, no globals with dynamic initialisers): code compiled with -mavx512f
 // must only ever run after csrc/cpu/dispatch.cpp (compiled without ISA flags) has checked the CPU.
@@ -74,12 +75,14 @@ struct GroupedRows {
 namespace DEFAULT {
 NPU_EXT_DECLARE_CPU_KERNELS
 }
+#if defined(NPU_EXT_X86_VARIANTS)
 namespace AVX2 {
 NPU_EXT_DECLARE_CPU_KERNELS
 }
 namespace AVX512 {
 NPU_EXT_DECLARE_CPU_KERNELS
 }
+#endif
 
 }  // namespace cpu
 }  // namespace npu_ext
