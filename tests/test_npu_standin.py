@@ -794,6 +794,10 @@ def test_old_soc_falls_back_or_raises_at_the_call(standin):
                         fallback_warning("logit_grad", "aclnnLogitGrad " + OLD_SOC)]
     assert steps["softmax"] == dict(step="softmax", equal=True, close=True, aclnn={}, queue_clean=True)
     assert steps["logit_grad"] == dict(step="logit_grad", equal=True, close=True, aclnn={}, queue_clean=True)
+    assert steps["logit_grad_captured"]["error"] == (  # the fallback's host copies cannot be captured
+        "npu_ext.logit_grad: the CPU fallback (aclnnLogitGrad " + OLD_SOC + ") needs the host, which is not possible "
+        "while the NPU stream is being captured into a graph (aclgraph, torch.compile mode=\"reduce-overhead\"): "
+        "call it outside the captured region")
     assert steps["gelu_fp32"]["close"] and steps["gelu_fp32"]["aclnn"] == {"aclnnGeluBackwardV2": 2}
     assert steps["gelu_bf16"] == dict(
         step="gelu_bf16", aclnn={"aclnnGeluBackwardV2": 1}, queue_clean=True,
@@ -815,3 +819,25 @@ def test_no_cpu_fallback_switch(standin):
         "npu_ext.logit_grad: aclnnLogitGrad is not in this CANN's operator libraries (aclnnLogitGradGetWorkspaceSize "
         "not found), and NPU_EXT_NO_CPU_FALLBACK=1 forbids running it on the CPU instead"))
     assert steps["gelu_fp32"]["close"]  # available operators are unaffected
+
+
+def test_host_work_is_refused_during_graph_capture(standin):
+    """aclgraph (torch.compile mode="reduce-overhead") captures the NPU stream: a host copy of group_idx would
+    synchronise it and a replay would not re-validate new values, so it is a clear error; ops without host work
+    are captured as usual."""
+    gy, idx = torch.randn(10, 4), torch.tensor([3, 3, 10])
+    torch.ops.npu_standin.set_capturing(True)
+    try:
+        with pytest.raises(RuntimeError) as e:
+            npu(ops.grouped_bias_add_grad.default, gy, idx, 0)
+        assert str(e.value).splitlines()[0] == (
+            "npu_ext.grouped_bias_add_grad: validating group_idx (aclnn checks none of its values) needs the host, "
+            "which is not possible while the NPU stream is being captured into a graph (aclgraph, torch.compile "
+            "mode=\"reduce-overhead\"): call it outside the captured region")
+        gy3 = torch.randn(3, 4, 5)
+        assert_close(npu(ops.grouped_bias_add_grad.default, gy3, None, 0), ops.grouped_bias_add_grad(gy3, None, 0))
+        x, dy = logit_inputs(torch.float32)
+        assert_close(npu(ops.logit_grad.default, x, dy, -1.0), ops.logit_grad(x, dy, -1.0))
+    finally:
+        torch.ops.npu_standin.set_capturing(False)
+    assert_close(npu(ops.grouped_bias_add_grad.default, gy, idx, 0), ops.grouped_bias_add_grad(gy, idx, 0))

@@ -41,6 +41,7 @@ Validated validate(const at::Tensor& grad_y, const c10::optional<at::Tensor>& gr
     v.has_empty_group = grad_y.size(1) == 0;
     return v;
   }
+  npu::check_not_capturing(kOp, "validating group_idx (aclnn checks none of its values)");
   v.offsets = group_offsets(kOp, "grad_y", group_idx->cpu(), group_idx_type, grad_y.size(0));
   for (size_t j = 0; j + 1 < v.offsets.size(); ++j) {
     if (v.offsets[j + 1] == v.offsets[j]) v.has_empty_group = true;

@@ -4,6 +4,8 @@
 
 #include <acl/acl_rt.h>  // aclrtGetSocName, aclGetRecentErrMsg (libascendcl, a dependency of libtorch_npu)
 
+#include "torch_npu/csrc/core/npu/NPUGraphsUtils.h"  // currentStreamCaptureStatusMayInitCtx (C10_NPU_API)
+
 #include <ATen/MemoryOverlap.h>
 
 #include <cstdlib>
@@ -61,6 +63,12 @@ void AclnnApi::before_cpu_fallback() const {
                "; running the CPU kernel on host copies instead (slow; warned once per operator; "
                "NPU_EXT_NO_CPU_FALLBACK=1 makes this an error)");
   });
+}
+
+void check_not_capturing(const char* op, const char* what) {
+  TORCH_CHECK(c10_npu::currentStreamCaptureStatusMayInitCtx() == c10_npu::CaptureStatus::None, "npu_ext.", op, ": ",
+              what, " needs the host, which is not possible while the NPU stream is being captured into a graph "
+              "(aclgraph, torch.compile mode=\"reduce-overhead\"): call it outside the captured region");
 }
 
 namespace {

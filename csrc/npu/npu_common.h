@@ -119,6 +119,11 @@ void launch(const AclnnApi& api, Ts&... args) {
   UnInitExecCommonCtx();
 }
 
+// Host work (a copy to the host, a CPU kernel) cannot be part of an NPU graph: during a capture (aclgraph,
+// torch.compile mode="reduce-overhead") it would synchronise the captured stream, and a replay would not redo it.
+// Raises "npu_ext.<op>: <what> ..." while the current stream is being captured.
+void check_not_capturing(const char* op, const char* what);
+
 // Step 3 of every op: aclnn when available, else the CPU kernel (cpu_fallback fills the slot targets from
 // host copies of the inputs).
 template <typename Aclnn, typename Cpu>
@@ -126,6 +131,7 @@ void run_op(const AclnnApi& api, Aclnn&& aclnn, Cpu&& cpu_fallback) {
   if (api.available()) {
     aclnn();
   } else {
+    check_not_capturing(api.op(), ("the CPU fallback (" + api.unavailable() + ")").c_str());
     api.before_cpu_fallback();
     cpu_fallback();
   }

@@ -53,12 +53,14 @@ def main(scenario):
     }
     plan = {
         "missing": ["logit_grad", "logit_grad", "grouped_counts"],
-        "old_soc": ["softmax", "gelu_fp32", "gelu_bf16", "prelu_bf16", "logit_grad"],
+        "old_soc": ["softmax", "gelu_fp32", "gelu_bf16", "prelu_bf16", "logit_grad", "logit_grad_captured"],
         "no_fallback": ["logit_grad", "gelu_fp32"],
     }[scenario]
+    steps["logit_grad_captured"] = steps["logit_grad"]
     result = []
     for name in plan:
         op, args = steps[name]
+        torch.ops.npu_standin.set_capturing(name.endswith("_captured"))
         lib.standin_reset()
         entry = {"step": name}
         try:

@@ -6,6 +6,8 @@
 //   synchronize()                              a synchronisation point: reports a failed queued task
 //   exec_npu_cmd_ext_logit_grad(x, dy, eps, out) aclnnLogitGrad through torch_npu's own EXEC_NPU_CMD_EXT, to show
 //                                              what a rejected call does there (deferred 161001)
+//   set_capturing(bool)                        what currentStreamCaptureStatusMayInitCtx() reports (an NPU graph
+//                                              capture: aclgraph, torch.compile mode="reduce-overhead")
 #include <ATen/ATen.h>
 #include <dlfcn.h>
 #include <torch/library.h>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "op_plugin/include/npu_cpp_extension.h"
+#include "torch_npu/csrc/core/npu/NPUGraphsUtils.h"
 
 namespace {
 
@@ -199,8 +202,21 @@ void RunAclCall(const std::string& op_name, const PROC_FUNC& func) {
   }
 }
 
+// --- NPUGraphsUtils.h --------------------------------------------------------------------------------------
+namespace {
+bool g_capturing = false;
+}  // namespace
+
+namespace c10_npu {
+CaptureStatus currentStreamCaptureStatusMayInitCtx() {
+  return g_capturing ? CaptureStatus::Active : CaptureStatus::None;
+}
+}  // namespace c10_npu
+
 // --- test hooks ---------------------------------------------------------------------------------------------
 namespace {
+
+void set_capturing(bool capturing) { g_capturing = capturing; }
 
 void synchronize() { report_failed_task(); }
 
@@ -212,6 +228,7 @@ void exec_npu_cmd_ext_logit_grad(const at::Tensor& x, const at::Tensor& dy, doub
 
 TORCH_LIBRARY(npu_standin, m) {
   m.def("synchronize() -> ()", &synchronize);
+  m.def("set_capturing(bool capturing) -> ()", &set_capturing);
   m.def("exec_npu_cmd_ext_logit_grad(Tensor x, Tensor dy, float eps, Tensor(a!) out) -> ()",
         &exec_npu_cmd_ext_logit_grad);
 }
