@@ -85,15 +85,14 @@ class AclnnApi {
 // queue (RunAclCall), exactly as EXEC_NPU_CMD_EXT's V1 path.
 template <typename... Ts>
 void launch(const AclnnApi& api, Ts&... args) {
-  InitExecCommonCtx();
   aclrtStream acl_stream = GetAclStream();
   const uint32_t level = c10_npu::GetDeterministicLevel();
   at_npu::native::ApplyDeterministicLevel(static_cast<int64_t>(level), at::globalContext().deterministicAlgorithms(),
                                           true);
-  if (hit_cache_ext(acl_stream, api.name(), api.run_fn(), level, args...)) {  // a cached executor ran
-    UnInitExecCommonCtx();
-    return;
-  }
+  // torch_npu's executor cache: a hit queues the cached executor's phase 2 (it was accepted before). As in
+  // op_api_common.h's EXEC_NPU_CMD_V1, the cache is looked up before the thread-local memory context is set up.
+  if (hit_cache_ext(acl_stream, api.name(), api.run_fn(), level, args...)) return;
+  InitExecCommonCtx();
   uint64_t workspace_size = 0;
   uint64_t* workspace_size_addr = &workspace_size;
   aclOpExecutor* executor = nullptr;
