@@ -94,6 +94,20 @@ def test_16bit_round_once():
         assert torch.equal(ops.grouped_bias_add(x2, b, torch.tensor([3, 7]), 0), exp)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_scaled_masked_softmax_infinite_inputs(dtype):
+    """-inf inputs (not masked) have probability exactly 0 and leave the row finite, in every variant (the
+    exponential of -inf is 0, never NaN)."""
+    x = make([2, 1, 3, 37], dtype)
+    x[..., ::5] = -float("inf")
+    mask = torch.zeros(1, 1, 3, 37, dtype=torch.bool)
+    mask[..., 1] = True
+    out = ops.scaled_masked_softmax(x, mask, 0.5, False)
+    assert torch.isfinite(out).all()
+    assert (out[..., ::5] == 0).all()
+    assert_accurate(out, ref_softmax(x, mask, 0.5), dtype, "softmax with -inf inputs")
+
+
 def test_empty_inputs():
     assert ops.scaled_masked_softmax(torch.empty(0, 2, 3, 4), torch.zeros(1, 1, 3, 4, dtype=torch.bool)).shape == (0, 2, 3, 4)
     assert ops.grouped_bias_add(torch.empty(0, 4), torch.ones(2, 4), torch.tensor([0, 0])).shape == (0, 4)

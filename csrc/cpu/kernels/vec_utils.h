@@ -90,12 +90,15 @@ C10_ALWAYS_INLINE void store_loop(scalar_t* out, int64_t n, const Body& body) {
 }
 
 // 2^w in float: w = n + f with n = round(w), |f| <= 1/2 (exact), 2^f by its degree-6 Taylor polynomial
-// (relative error below 2e-7), 2^n applied exactly with vscalefps on AVX-512 (underflow to 0 and overflow to
-// inf included; w = NaN or -inf gives NaN); the other variants use ATen's exp2.
+// (relative error below 2e-7), 2^n applied exactly. w is first clamped to [-151, 129] (NaN passes: the max/min
+// operand order returns w when it is NaN), so that w = -inf gives 0 and w = +inf gives inf, and 2^n is
+// representable in two factors. AVX-512 applies 2^n with vscalefps, AVX2 as two exponent-field factors
+// 2^(n/2) 2^(n - n/2) (one rounding, into the subnormals included); the DEFAULT variant uses ATen's exp2.
 C10_ALWAYS_INLINE Vectorized<float> fast_exp2(const Vectorized<float>& w) {
 #if defined(CPU_CAPABILITY_AVX512)
-  const __m512 n = _mm512_roundscale_ps(w, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_sub_ps(w, n);
+  const __m512 wc = _mm512_min_ps(_mm512_set1_ps(129.0f), _mm512_max_ps(_mm512_set1_ps(-151.0f), w));
+  const __m512 n = _mm512_roundscale_ps(wc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(wc, n);
   // (ln 2)^k / k!
   __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.54035304e-4f), f, _mm512_set1_ps(1.33335581e-3f));
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.61812911e-3f));
@@ -104,6 +107,25 @@ C10_ALWAYS_INLINE Vectorized<float> fast_exp2(const Vectorized<float>& w) {
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.93147181e-1f));
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
   return _mm512_scalef_ps(p, n);
+#elif defined(CPU_CAPABILITY_AVX2)
+  const __m256 wc = _mm256_min_ps(_mm256_set1_ps(129.0f), _mm256_max_ps(_mm256_set1_ps(-151.0f), w));
+  const __m256 n = _mm256_round_ps(wc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 f = _mm256_sub_ps(wc, n);
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(1.54035304e-4f), f, _mm256_set1_ps(1.33335581e-3f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.61812911e-3f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.55041087e-2f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.40226507e-1f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.93147181e-1f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+  // n in [-151, 129] (a NaN w makes p NaN, whatever the factors): n1 = floor(n / 2), n2 = n - n1, both in
+  // [-76, 65], so 2^n1 and 2^n2 are normal floats built in the exponent field.
+  const __m256i ni = _mm256_cvtps_epi32(n);
+  const __m256i n1 = _mm256_srai_epi32(ni, 1);
+  const __m256i n2 = _mm256_sub_epi32(ni, n1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+  const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
 #else
   return w.exp2();
 #endif
