@@ -15,6 +15,7 @@
 #include <c10/util/string_view.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 namespace npu_ext {
@@ -104,6 +105,16 @@ void check_grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c
 // the inputs' device. (No resizing: a wrong output is a caller bug worth reporting.)
 void check_out(const char* op, const char* name, const at::Tensor& out, c10::SymIntArrayRef shape,
                at::ScalarType dtype, const at::Tensor& like);
+
+// Every tensor argument of one call on one device, checked first by every op's check (mixed devices would
+// otherwise pick a kernel from the highest dispatch key, e.g. Meta, and skip arguments it ignores). The first
+// defined tensor is the reference; an undefined tensor (absent optional) is skipped. The message names the
+// argument: "npu_ext.<op>: <name> must be on the same device as <ref> (<device>), but got <device>".
+struct NamedTensor {
+  const char* name;
+  const at::Tensor& tensor;
+};
+void check_one_device(const char* op, std::initializer_list<NamedTensor> tensors);
 
 // True when `t` is one of the floating dtypes this device supports (fp16/bf16/fp32, plus fp64 off-NPU).
 bool is_supported_float(const at::Tensor& t);
