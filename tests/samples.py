@@ -141,11 +141,17 @@ def _prelu_make(dtype, size, variant, gen, layout="contiguous"):
 
 def _prelu_range(dtype, gen, variant="channel"):
     # x <= 0 and g > 0 everywhere: the grad_weight sums have no cancellation, so their relative error is
-    # meaningful over the whole range (sums that overflow are compared with Inf).
-    n = 1 << 14
-    x = spread(n, dtype, gen, sign=-1).reshape(64, 16, 16)
-    g = spread(n, dtype, gen, sign=+1).reshape(64, 16, 16)
-    w = spread(16 if variant == "channel" else 1, dtype, gen)
+    # meaningful. Each channel of x has its own binade, spread over the normal range (short of the top, so
+    # that a channel's sum of 32 products with g in [1, 2) stays finite): grad_weight spans the range too.
+    fi = torch.finfo(dtype)
+    lo, hi = int(math.log2(fi.tiny)), int(math.log2(fi.max)) - 7
+    c = 256
+    e = torch.linspace(lo, hi, c, dtype=f64).round().reshape(1, c, 1)
+    x = -((1 + torch.rand((8, c, 4), generator=gen, dtype=f64)) * torch.pow(2.0, e)).to(dtype)
+    g = _rand((8, c, 4), dtype, 1, 2, gen)
+    w = spread(c if variant == "channel" else 1, dtype, gen)
+    if variant == "scalar":  # one weight: one sum over everything, of a single channel (C = 1)
+        x, g = x[:, c // 2:c // 2 + 1].contiguous(), g[:, c // 2:c // 2 + 1].contiguous()
     return (g, x, w), {}
 
 
