@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 SOURCES := setup.py $(shell find csrc torch_ext -name '*.cpp' -o -name '*.h' -o -name '*.py' 2>/dev/null)
 
-.PHONY: all venv build test bench bench-full clean npu-check npu-test
+.PHONY: all venv build test bench bench-full clean npu-check npu-test test-asan
 
 all: test
 
@@ -49,6 +49,21 @@ npu-check: venv
 
 npu-test: build
 	$(PY) -m pytest tests/test_npu_standin.py tests/test_npu_device.py -q
+
+# AddressSanitizer + UBSan: the extension built with -fsanitize=address,undefined into build/asan (the normal
+# build is untouched) and the op tests run against it. ASan must be preloaded into Python, and libstdc++ with
+# it, or C++ exceptions (every validation error) abort; leaks are not checked (CPython's own allocations).
+# UBSan findings halt the run. See README "Robustness".
+ASAN_DIR := build/asan
+ASAN_TESTS ?= tests/test_ops.py tests/test_errors.py tests/test_properties.py tests/test_generic.py tests/test_range.py tests/test_forward.py tests/test_determinism.py
+test-asan: venv
+	NPU_EXT_SANITIZE=1 NPU_EXT_BUILD_NPU=0 MAX_JOBS=$${MAX_JOBS:-2} $(PY) setup.py -q build_ext \
+		--build-temp $(ASAN_DIR)/temp --build-lib $(ASAN_DIR)/lib
+	cp -f torch_ext/*.py $(ASAN_DIR)/lib/torch_ext/
+	cd $(ASAN_DIR) && LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \
+		ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONPATH=$(CURDIR)/$(ASAN_DIR)/lib \
+		NPU_EXT_EXPECT_SANITIZED=1 $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) \
+		$(addprefix $(CURDIR)/,$(ASAN_TESTS))
 
 clean:
 	rm -rf build torch_ext/*.so $(VENV)/.stamp-build

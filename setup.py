@@ -64,6 +64,11 @@ ARCH_DEFINES = ["-DNPU_EXT_X86_VARIANTS"] if TARGET_X86 else []
 
 CXX_FLAGS = ["-O3", "-std=c++17", "-fopenmp", "-Wall", "-Wno-unused-function"] + ARCH_DEFINES
 LINK_FLAGS = ["-fopenmp"]
+# NPU_EXT_SANITIZE=1: AddressSanitizer + UndefinedBehaviorSanitizer build (make test-asan builds it into
+# build/asan, apart from the normal build).
+if os.environ.get("NPU_EXT_SANITIZE") == "1":
+    CXX_FLAGS += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g", "-O1"]
+    LINK_FLAGS += ["-fsanitize=address,undefined"]
 
 
 class BuildWithIsaKernels(BuildExtension):

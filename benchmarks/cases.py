@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
+import sys
 from typing import Callable, Dict, List, Optional
 
 import torch
-import torch.nn.functional as F
 
 import torch_ext  # noqa: F401  (registers torch.ops.npu_ext)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+import samples  # noqa: E402  (tests/samples.py: the one table of sample inputs)
 
 ext = torch.ops.npu_ext
 aten = torch.ops.aten
@@ -41,34 +45,30 @@ class Case:
 
 
 def _gen(seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return g
+    return samples.generator(seed)
 
 
 def _randn(shape, dtype, gen, scale=1.0):
     return (torch.randn(shape, generator=gen) * scale).to(dtype)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Problem shapes (elements: small 64K, medium 1M, large 4M).
-ELEMENTWISE = {"small": (64, 1024), "medium": (1024, 1024), "large": (4096, 1024)}
-PRELU = {"small": (8, 32, 16, 16), "medium": (16, 64, 32, 32), "large": (16, 64, 64, 64)}
-GROUPED = {"small": (64, 1024, 8), "medium": (1024, 1024, 32), "large": (4096, 1024, 64)}  # N, H, G
-SOFTMAX = {"small": (1, 4, 128, 128), "medium": (2, 8, 256, 256), "large": (4, 16, 256, 256)}
-
-
 def _nbytes(*tensors):
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Problem shapes and values: the sample table (tests/samples.py) at sizes small / medium / large (64K / 1M /
+# 4M elements).
+def _args(op, dtype, size, variant, seed):
+    args, _ = samples.OPS[op].make(dtype, size, variant, _gen(seed))
+    return args
+
+
 def gelu_cases(dtype, size, approximate):
-    gen = _gen(1)
-    shape = ELEMENTWISE[size]
-    x = _randn(shape, dtype, gen, 2.0)
-    g = _randn(shape, dtype, gen)
+    g, x = _args("gelu_backward_v2", dtype, size, approximate, 1)
     name = "erf" if approximate == "none" else "tanh"
     return Case(
-        op=f"gelu_backward_v2[{name}]", dtype=_dname(dtype), size=size, shape=_fmt(shape), numel=x.numel(),
+        op=f"gelu_backward_v2[{name}]", dtype=_dname(dtype), size=size, shape=_fmt(x.shape), numel=x.numel(),
         bytes=3 * _nbytes(x), memory_bound=False,
         ext=lambda: ext.gelu_backward_v2(g, x, approximate),
         baselines={"aten.gelu_backward": lambda: aten.gelu_backward(g, x, approximate=approximate)},
@@ -76,25 +76,17 @@ def gelu_cases(dtype, size, approximate):
 
 
 def logit_cases(dtype, size):
-    gen = _gen(2)
-    shape = ELEMENTWISE[size]
-    x = torch.rand(shape, generator=gen).to(dtype)
-    dy = _randn(shape, dtype, gen)
-    eps = 1e-6
+    x, dy, eps = _args("logit_grad", dtype, size, "1e-06", 2)
     return Case(
-        op="logit_grad", dtype=_dname(dtype), size=size, shape=_fmt(shape), numel=x.numel(), bytes=3 * _nbytes(x),
+        op="logit_grad", dtype=_dname(dtype), size=size, shape=_fmt(x.shape), numel=x.numel(), bytes=3 * _nbytes(x),
         ext=lambda: ext.logit_grad(x, dy, eps),
         baselines={"aten.logit_backward": lambda: aten.logit_backward(dy, x, eps)},
     )
 
 
 def prelu_cases(dtype, size):
-    gen = _gen(3)
-    shape = PRELU[size]
-    C = shape[1]
-    x = _randn(shape, dtype, gen)
-    g = _randn(shape, dtype, gen)
-    w = (torch.rand(C, generator=gen) * 0.5).to(dtype)
+    g, x, w = _args("prelu_backward", dtype, size, "channel", 3)
+    C = x.shape[1]
     w_view = w.view(1, C, 1, 1)
 
     def aten_prelu_backward():
@@ -104,24 +96,17 @@ def prelu_cases(dtype, size):
         return gi, gw.sum_to_size(w_view.shape).view(C)
 
     return Case(
-        op="prelu_backward", dtype=_dname(dtype), size=size, shape=_fmt(shape), numel=x.numel(),
+        op="prelu_backward", dtype=_dname(dtype), size=size, shape=_fmt(x.shape), numel=x.numel(),
         bytes=3 * _nbytes(x) + 2 * _nbytes(w), ext=lambda: ext.prelu_backward(g, x, w),
         baselines={"aten._prelu_kernel_backward+sum": aten_prelu_backward},
     )
 
 
 def grouped_cases(dtype, size):
-    gen = _gen(4)
-    N, H, G = GROUPED[size]
-    grad_y = _randn((N, H), dtype, gen)
-    # Uneven group sizes, some empty, summing to N.
-    weights = torch.rand(G, generator=gen) ** 2
-    counts = torch.floor(weights / weights.sum() * N).long()
-    counts[0] += N - counts.sum()
-    ends = torch.cumsum(counts, 0)
-    group_idx = ends.to(torch.int64)
-    starts = [0] + ends[:-1].tolist()
-    bounds = list(zip(starts, ends.tolist()))
+    grad_y, group_idx, _ = _args("grouped_bias_add_grad", dtype, size, "end", 4)
+    (N, H), G = grad_y.shape, group_idx.numel()
+    counts = group_idx.diff(prepend=group_idx.new_zeros(1))
+    bounds = list(zip([0] + group_idx[:-1].tolist(), group_idx.tolist()))
     row_group = torch.repeat_interleave(torch.arange(G), counts)  # precomputed: not timed
 
     def index_add():
@@ -147,14 +132,8 @@ def _smsb_composite(g, y, mask, scale):
 
 
 def softmax_cases(dtype, size, with_inductor=True):
-    gen = _gen(5)
-    B, N, S1, S2 = SOFTMAX[size]
-    x = _randn((B, N, S1, S2), torch.float32, gen)
-    mask = torch.rand((B, 1, S1, S2), generator=gen) < 0.2
-    scale = 0.125
-    y = torch.softmax((x * scale).masked_fill(mask, -10000.0), dim=-1).to(dtype)
-    g = _randn((B, N, S1, S2), dtype, gen)
-    mask_full = mask.expand(B, N, S1, S2).contiguous()
+    g, y, mask, scale = _args("scaled_masked_softmax_backward", dtype, size, "mask", 5)
+    mask_full = mask.expand(g.shape).contiguous()
 
     compiled = {}
     if with_inductor:
@@ -165,7 +144,7 @@ def softmax_cases(dtype, size, with_inductor=True):
         compiled["inductor(composite)"] = make
 
     return Case(
-        op="scaled_masked_softmax_backward", dtype=_dname(dtype), size=size, shape=_fmt((B, N, S1, S2)),
+        op="scaled_masked_softmax_backward", dtype=_dname(dtype), size=size, shape=_fmt(g.shape),
         numel=g.numel(), bytes=3 * _nbytes(g) + mask.numel(), ext=lambda: ext.scaled_masked_softmax_backward(g, y, mask, scale, False),
         baselines={
             "eager composite": lambda: _smsb_composite(g, y, mask, scale),
@@ -177,7 +156,8 @@ def softmax_cases(dtype, size, with_inductor=True):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Forward + backward of the torch_ext functional API (one function per case: each closure has its own inputs).
+# Forward + backward of the torch_ext functional API against plain PyTorch: the sample table's training
+# function, its native equivalent and inputs (samples.OPS[op].function / native / function_inputs).
 def _fwd_bwd(fn, inputs, grad):
     def run():
         for t in inputs:
@@ -186,72 +166,31 @@ def _fwd_bwd(fn, inputs, grad):
     return run
 
 
-def _train_gelu(dtype, size, gen):
-    shape = ELEMENTWISE[size]
-    x = _randn(shape, dtype, gen, 2.0).requires_grad_()
-    g = _randn(shape, dtype, gen)
-    return Case(op="gelu fwd+bwd", dtype=_dname(dtype), size=size, shape=_fmt(shape), numel=x.numel(),
-                bytes=5 * _nbytes(x.detach()), memory_bound=False,
-                ext=_fwd_bwd(lambda: torch_ext.gelu(x), [x], g),
-                baselines={"F.gelu": _fwd_bwd(lambda: F.gelu(x), [x], g)})
+TRAINING = {  # case name -> (backward op whose table entry it uses, variant, PyTorch label, bytes / x bytes)
+    "gelu fwd+bwd": ("gelu_backward_v2", "none", "F.gelu", 5),
+    "logit fwd+bwd": ("logit_grad", "1e-06", "torch.logit", 5),
+    "prelu fwd+bwd": ("prelu_backward", "channel", "F.prelu", 5),
+    "scaled_masked_softmax fwd+bwd": ("scaled_masked_softmax_backward", "mask", "softmax(masked_fill)", 5),
+    "grouped_bias_add fwd+bwd": ("grouped_bias_add_grad", "end", "x + bias[row_group]", 4),
+}
 
 
-def _train_logit(dtype, size, gen):
-    shape = ELEMENTWISE[size]
-    x = torch.rand(shape, generator=gen).clamp(0.01, 0.99).to(dtype).requires_grad_()
-    g = _randn(shape, dtype, gen)
-    return Case(op="logit fwd+bwd", dtype=_dname(dtype), size=size, shape=_fmt(shape), numel=x.numel(),
-                bytes=5 * _nbytes(x.detach()),
-                ext=_fwd_bwd(lambda: torch_ext.logit(x, 1e-6), [x], g),
-                baselines={"torch.logit": _fwd_bwd(lambda: torch.logit(x, 1e-6), [x], g)})
-
-
-def _train_prelu(dtype, size, gen):
-    shape = PRELU[size]
-    x = _randn(shape, dtype, gen).requires_grad_()
-    w = (torch.rand(shape[1], generator=gen) * 0.5).to(dtype).requires_grad_()
-    g = _randn(shape, dtype, gen)
-    return Case(op="prelu fwd+bwd", dtype=_dname(dtype), size=size, shape=_fmt(shape), numel=x.numel(),
-                bytes=5 * _nbytes(x.detach()),
-                ext=_fwd_bwd(lambda: torch_ext.prelu(x, w), [x, w], g),
-                baselines={"F.prelu": _fwd_bwd(lambda: F.prelu(x, w), [x, w], g)})
-
-
-def _train_softmax(dtype, size, gen):
-    shape = SOFTMAX[size]
-    B, N, S1, S2 = shape
-    x = _randn(shape, dtype, gen).requires_grad_()
-    mask = torch.rand((B, 1, S1, S2), generator=gen) < 0.2
-    g = _randn(shape, dtype, gen)
-    return Case(op="scaled_masked_softmax fwd+bwd", dtype=_dname(dtype), size=size, shape=_fmt(shape),
-                numel=x.numel(), bytes=5 * _nbytes(x.detach()),
-                ext=_fwd_bwd(lambda: torch_ext.scaled_masked_softmax(x, mask, 0.125), [x], g),
-                baselines={"softmax(masked_fill)": _fwd_bwd(
-                    lambda: torch.softmax((x * 0.125).masked_fill(mask, -10000.0), dim=-1), [x], g)})
-
-
-def _train_grouped(dtype, size, gen):
-    N, H, G = GROUPED[size]
-    x = _randn((N, H), dtype, gen).requires_grad_()
-    bias = _randn((G, H), dtype, gen).requires_grad_()
-    counts = torch.full((G,), N // G, dtype=torch.int64)
-    counts[0] += N - counts.sum()
-    ends = torch.cumsum(counts, 0)
-    row_group = torch.repeat_interleave(torch.arange(G), counts)
-    g = _randn((N, H), dtype, gen)
-    return Case(op="grouped_bias_add fwd+bwd", dtype=_dname(dtype), size=size, shape=f"{N}x{H}, G={G}",
-                numel=x.numel(), bytes=4 * _nbytes(x.detach()),
-                ext=_fwd_bwd(lambda: torch_ext.grouped_bias_add(x, bias, ends), [x, bias], g),
-                baselines={"x + bias[row_group]": _fwd_bwd(lambda: x + bias[row_group], [x, bias], g)})
+def _training_case(case_name, dtype, size, gen):
+    op, variant, label, per_x = TRAINING[case_name]
+    info = samples.OPS[op]
+    inputs, kwargs = info.function_inputs(dtype, size, variant, gen)
+    xs = [t.requires_grad_() for t in inputs]
+    g = _randn(xs[0].shape, dtype, gen)
+    return Case(op=case_name, dtype=_dname(dtype), size=size, shape=_fmt(xs[0].shape), numel=xs[0].numel(),
+                bytes=per_x * _nbytes(xs[0].detach()), memory_bound=op != "gelu_backward_v2",
+                ext=_fwd_bwd(lambda: info.function(*xs, **kwargs), xs, g),
+                baselines={label: _fwd_bwd(lambda: info.native(*xs, **kwargs), xs, g)})
 
 
 def training_cases(dtype, size) -> List[Case]:
-    """Forward + backward of the torch_ext functional API against torch.nn.functional / plain PyTorch. The API
-    is built in parallel; each entry is skipped while torch_ext lacks the function."""
+    """Forward + backward of the torch_ext functional API against torch.nn.functional / plain PyTorch."""
     gen = _gen(6)
-    makers = {"gelu": _train_gelu, "logit": _train_logit, "prelu": _train_prelu,
-              "scaled_masked_softmax": _train_softmax, "grouped_bias_add": _train_grouped}
-    return [mk(dtype, size, gen) for name, mk in makers.items() if hasattr(torch_ext, name)]
+    return [_training_case(name, dtype, size, gen) for name in TRAINING]
 
 
 def _dname(dtype):

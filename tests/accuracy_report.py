@@ -1,4 +1,6 @@
-"""Prints SPEC.md's accuracy metric (mean / max relative error vs the float64 oracle) per op and dtype.
+"""Prints SPEC.md's accuracy metric (mean / max relative error vs the float64 oracle) per op, variant, output
+and dtype, on the sample table's inputs (samples.py): the ordinary domain ("medium", 1M elements) and the
+whole normal range of each dtype (the inputs and tiny bound of test_range.py).
 
     .venv/bin/python tests/accuracy_report.py
 """
@@ -11,46 +13,42 @@ import torch
 sys.path.insert(0, os.path.dirname(__file__))
 
 import oracle  # noqa: E402
+import samples  # noqa: E402
 import torch_ext  # noqa: E402,F401
-from helpers import make  # noqa: E402
+from test_range import range_rows  # noqa: E402
 
-ops = torch.ops.npu_ext
+DTYPES = samples.LOW_DTYPES
 
 
-def cases(dtype):
-    g, x = make([1 << 20], dtype), make([1 << 20], dtype, low=-6, high=6)
-    yield "gelu_backward_v2 (none)", ops.gelu_backward_v2(g, x), oracle.gelu_backward_v2(g, x)
-    yield "gelu_backward_v2 (tanh)", ops.gelu_backward_v2(g, x, "tanh"), oracle.gelu_backward_v2(g, x, "tanh")
-    x3, g3, w = make([32, 64, 512], dtype), make([32, 64, 512], dtype), make([64], dtype, low=-1, high=1)
-    gi, gw = ops.prelu_backward(g3, x3, w)
-    egi, egw = oracle.prelu_backward(g3, x3, w)
-    yield "prelu_backward grad_input", gi, egi
-    yield "prelu_backward grad_weight", gw, egw
-    gy = make([65536, 64], dtype)
-    idx = torch.tensor([100, 20000, 20000, 65536])
-    yield "grouped_bias_add_grad", ops.grouped_bias_add_grad(gy, idx), oracle.grouped_bias_add_grad(gy, idx)
-    xs = make([4, 8, 128, 512], torch.float64)
-    mask = torch.rand(4, 1, 128, 512) < 0.2
-    y = torch.softmax(xs.masked_fill(mask, -10000.0), -1).to(dtype)
-    gs = make([4, 8, 128, 512], dtype)
-    yield ("scaled_masked_softmax_backward", ops.scaled_masked_softmax_backward(gs, y, mask, 0.5),
-           oracle.scaled_masked_softmax_backward(gs, y, mask, 0.5))
-    xl = make([1 << 20], dtype, low=0, high=1)
-    yield "logit_grad (eps=1e-6)", ops.logit_grad(xl, g, 1e-6), oracle.logit_grad(xl, g, 1e-6)
+def table(title, rows_of):
+    cells = {}
+    for dtype in DTYPES:
+        for label, actual, expected, small in rows_of(dtype):
+            mean_rel, max_rel, _ = oracle.relative_errors(actual, expected, dtype, small)
+            cells.setdefault(label, []).append(f"{mean_rel:.1e} / {max_rel:.1e}")
+    print(f"\n{title}\n")
+    print("| op (variant) output | " + " | ".join(f"{str(d).replace('torch.', '')} mean / max" for d in DTYPES) + " |")
+    print("|---|" + "---|" * len(DTYPES))
+    for label, c in cells.items():
+        print(f"| {label} | " + " | ".join(c) + " |")
+    print("| threshold T (mean < T, max < 10T) | " + " | ".join(f"{oracle.THRESHOLD[d]:.1e}" for d in DTYPES) + " |")
+
+
+def ordinary(dtype):
+    for s in samples.samples("medium", dtypes=(dtype,)):
+        for label, a, e in samples.accuracy_rows(s):
+            yield label, a, e, None
+
+
+def whole_range(dtype):
+    for s in samples.range_samples(dtypes=(dtype,)):
+        yield from range_rows(s)
 
 
 def main():
-    dtypes = [torch.float32, torch.float16, torch.bfloat16]
-    rows = {}
-    for dtype in dtypes:
-        for name, actual, expected in cases(dtype):
-            mean_rel, max_rel, _ = oracle.relative_errors(actual, expected, dtype)
-            rows.setdefault(name, []).append(f"{mean_rel:.1e} / {max_rel:.1e}")
-    print("| op | " + " | ".join(f"{str(d).replace('torch.', '')} mean / max" for d in dtypes) + " |")
-    print("|---|" + "---|" * len(dtypes))
-    for name, cells in rows.items():
-        print(f"| {name} | " + " | ".join(cells) + " |")
-    print("| threshold T (mean < T, max < 10T) | " + " | ".join(f"{oracle.THRESHOLD[d]:.1e}" for d in dtypes) + " |")
+    table("Ordinary inputs (samples.py, size medium)", ordinary)
+    table("Whole normal range of each dtype (test_range.py: every normal output held to the relative bound)",
+          whole_range)
 
 
 if __name__ == "__main__":

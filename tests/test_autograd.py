@@ -18,6 +18,7 @@ from torch.autograd import gradcheck, gradgradcheck
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+import samples  # noqa: E402
 import torch_ext  # noqa: E402
 from oracle import THRESHOLD, assert_accurate, relative_errors  # noqa: E402
 
@@ -174,40 +175,31 @@ def test_backward_uses_npu_ext_ops():
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Gradients in fp32 / fp16 / bf16 against native PyTorch evaluated in float64 on the same inputs.
-ACCURACY_CASES = [
-    ("gelu", lambda x: torch_ext.gelu(x), lambda x: F.gelu(x), [((64, 65), -5, 5)]),
-    ("gelu_tanh", lambda x: torch_ext.gelu(x, "tanh"), lambda x: F.gelu(x, approximate="tanh"), [((64, 65), -5, 5)]),
-    ("prelu", torch_ext.prelu, F.prelu, [((16, 32, 9), -3, 3), ((32,), -0.5, 0.5)]),
-    ("logit", lambda x: torch_ext.logit(x), lambda x: torch.logit(x), [((64, 65), 0.01, 0.99)]),
-    ("logit_eps", lambda x: torch_ext.logit(x, 0.05), lambda x: torch.logit(x, 0.05), [((64, 65), 0.0, 1.0)]),
-    ("scaled_masked_softmax", lambda x: torch_ext.scaled_masked_softmax(x, causal(32, 48), 0.25),
-     lambda x: native_softmax(x, causal(32, 48), 0.25), [((2, 4, 32, 48), -6, 6)]),
-    ("grouped_bias_add", lambda x, b: torch_ext.grouped_bias_add(x, b, torch.tensor([40, 40, 100, 128]), 0),
-     lambda x, b: native_grouped(x, b, torch.tensor([40, 40, 100, 128]), 0), [((128, 48), -3, 3), ((4, 48), -3, 3)]),
-]
+# Gradients in fp32 / fp16 / bf16 against native PyTorch evaluated in float64 on the same inputs: every op
+# and variant of the sample table (samples.OPS[op].function / native / function_inputs, size "test").
+ACCURACY_CASES = [(f"{info.forward}-{v}", info, v) for info in samples.OPS.values() for v in info.variants]
 GRAD_DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 
-def measure(ours, native, specs, dtype, seed=0):
+def measure(info, variant, dtype, seed=0):
     """[(input index, ours' grad, native fp64 grad, native grad in dtype)] for one random problem."""
-    torch.manual_seed(seed)
-    xs = [rand(shape, lo, hi, dtype=dtype) for shape, lo, hi in specs]
-    out = ours(*xs)
+    inputs, kwargs = info.function_inputs(dtype, "test", variant, samples.generator(seed))
+    xs = [x.requires_grad_() for x in inputs]
+    out = info.function(*xs, **kwargs)
     assert out.dtype == dtype
-    g = torch.randn(out.shape, dtype=f64).to(dtype)
+    g = torch.randn(out.shape, dtype=f64, generator=samples.generator(seed + 1)).to(dtype)
     grads = torch.autograd.grad(out, xs, g)
     x64 = [x.detach().to(f64).requires_grad_() for x in xs]
-    ref = torch.autograd.grad(native(*x64), x64, g.to(f64))
+    ref = torch.autograd.grad(info.native(*x64, **kwargs), x64, g.to(f64))
     xn = [x.detach().clone().requires_grad_() for x in xs]
-    nat = torch.autograd.grad(native(*xn), xn, g)
+    nat = torch.autograd.grad(info.native(*xn, **kwargs), xn, g)
     return list(zip(range(len(xs)), grads, ref, nat))
 
 
 @pytest.mark.parametrize("dtype", GRAD_DTYPES, ids=str)
-@pytest.mark.parametrize("name,ours,native,specs", ACCURACY_CASES, ids=[c[0] for c in ACCURACY_CASES])
-def test_gradients_match_native(name, ours, native, specs, dtype):
-    for i, got, ref, _ in measure(ours, native, specs, dtype):
+@pytest.mark.parametrize("name,info,variant", ACCURACY_CASES, ids=[c[0] for c in ACCURACY_CASES])
+def test_gradients_match_native(name, info, variant, dtype):
+    for i, got, ref, _ in measure(info, variant, dtype):
         assert got.dtype == dtype and got.shape == ref.shape
         assert_accurate(got, ref, dtype, f"{name} grad of input {i}")
 
@@ -360,11 +352,11 @@ def report():
     """Measured gradient errors per function and dtype (ours and native PyTorch, vs float64 native)."""
     print(f"{'function':24s} {'input':5s} {'dtype':9s} {'ours max rel':>12s} {'ours mean rel':>13s} "
           f"{'native max':>11s} {'native mean':>11s}  threshold (mean / max)")
-    for name, ours, native, specs in ACCURACY_CASES:
+    for name, info, variant in ACCURACY_CASES:
         for dtype in GRAD_DTYPES:
             worst = {}
             for seed in range(3):
-                for i, got, ref, nat in measure(ours, native, specs, dtype, seed):
+                for i, got, ref, nat in measure(info, variant, dtype, seed):
                     m, mx, _ = relative_errors(got, ref, dtype)
                     nm, nmx, _ = relative_errors(nat, ref, dtype)
                     w = worst.setdefault(i, [0, 0, 0, 0])

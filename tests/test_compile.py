@@ -9,6 +9,7 @@ import functools
 import pytest
 import torch
 
+import samples
 import torch_ext
 from torch._inductor.utils import run_and_get_code
 
@@ -19,23 +20,39 @@ def causal(s1, s2):
     return torch.ones(s1, s2, dtype=torch.bool).triu(1)
 
 
-# name -> (loss of (inputs...), inputs maker, forward op, backward op)
-FUNCTIONS = {
-    "gelu": (lambda x: torch_ext.gelu(x, "tanh").pow(2).sum(), lambda n: [torch.randn(n, 8)],
-             "npu_ext.gelu", "npu_ext.gelu_backward_v2"),
-    "prelu": (lambda x, w: torch_ext.prelu(x, w).pow(2).sum(), lambda n: [torch.randn(2, 4, n), torch.rand(4)],
-              "npu_ext.prelu", "npu_ext.prelu_backward"),
-    "logit": (lambda x: torch_ext.logit(x, 1e-3).pow(2).sum(), lambda n: [torch.rand(n, 8)],
-              "npu_ext.logit", "npu_ext.logit_grad"),
-    "scaled_masked_softmax": (
-        lambda x, m: torch_ext.scaled_masked_softmax(x, m, 0.5).pow(2).sum(),
-        lambda n: [torch.randn(2, 2, n, n), causal(n, n)],
-        "npu_ext.scaled_masked_softmax", "npu_ext.scaled_masked_softmax_backward"),
-    "grouped_bias_add": (
-        lambda x, b, g: torch_ext.grouped_bias_add(x, b, g).pow(2).sum(),
-        lambda n: [torch.randn(n, 8), torch.randn(3, 8), torch.tensor([1, 1, n])],
-        "npu_ext.grouped_bias_add", "npu_ext.grouped_bias_add_grad"),
-}
+# backward op -> (loss of (inputs...), inputs maker of size n, forward op, backward op), from the sample table
+# (samples.OPS[op].function and its first variant's function_inputs at size "tiny", resized to n).
+def _entry(op):
+    info = samples.OPS[op]
+    variant = info.variants[0]
+
+    def make(n):
+        inputs, kwargs = info.function_inputs(torch.float32, "tiny", variant, samples.generator(n))
+        return _resize(op, inputs, kwargs, n)
+
+    def loss(*tensors):
+        *inputs, kwargs = tensors
+        return info.function(*inputs, **kwargs).pow(2).sum()
+
+    return loss, make, f"npu_ext.{info.forward}", f"npu_ext.{op}"
+
+
+def _resize(op, inputs, kwargs, n):
+    """The tiny inputs with one dimension grown to n (so that several sizes exercise dynamic shapes)."""
+    if op == "scaled_masked_softmax_backward":
+        x = torch.randn(2, 2, n, n)
+        return [x, dict(kwargs, mask=causal(n, n))]
+    if op == "grouped_bias_add_grad":
+        x, b = inputs
+        return [torch.randn(n, x.shape[1]), b, dict(kwargs, group_idx=torch.tensor([1, 1, n]), group_idx_type=0)]
+    if op == "prelu_backward":
+        x, w = inputs
+        return [torch.randn(2, w.numel(), n), w, kwargs]
+    x = inputs[0]
+    return [torch.rand(n, x.shape[-1]) if op == "logit_grad" else torch.randn(n, x.shape[-1]), kwargs]
+
+
+FUNCTIONS = {samples.OPS[op].forward: _entry(op) for op in samples.OPS}
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -57,7 +74,7 @@ def compiled(name, dynamic):
 def eager_and_compiled(name, n, dynamic=False):
     loss_fn, make, _, _ = FUNCTIONS[name]
     inputs = make(n)
-    diff = [t for t in inputs if t.is_floating_point()]
+    diff = [t for t in inputs if isinstance(t, torch.Tensor) and t.is_floating_point()]
     for t in diff:
         t.requires_grad_()
     expected = loss_fn(*inputs)

@@ -45,6 +45,52 @@ class TestErrors(DeviceErrorTestCase):
             self.err(lambda d: ops.logit_grad.out(t(3), t(3), dx=t(3, device="meta")), devices=("cpu",)),
             """npu_ext.logit_grad: dx must be on the same device as the inputs (cpu), but got meta""")
 
+    def test_mixed_devices_every_op(self):
+        """Any tensor argument on another device is an error naming it, whichever kernel the dispatcher picks
+        (a meta tensor among CPU tensors selects the Meta kernel), ignored masks included (issue 10)."""
+        meta = lambda *s, dtype=torch.float32: torch.zeros(s, dtype=dtype, device="meta")  # noqa: E731
+        cpu_only = ("cpu",)
+        g, y = t(1, 1, 2, 3), torch.softmax(t(1, 1, 2, 3), -1)
+        self.assertExpectedInline(
+            self.err(lambda d: ops.scaled_masked_softmax_backward(g, y, meta(1, 1, 2, 3, dtype=torch.bool), 1.0, True), cpu_only),
+            """npu_ext.scaled_masked_softmax_backward: mask must be on the same device as grad_output (cpu), but got meta""")
+        self.assertExpectedInline(
+            self.err(lambda d: ops.scaled_masked_softmax(g, meta(1, 1, 2, 3, dtype=torch.bool), 1.0, True), cpu_only),
+            """npu_ext.scaled_masked_softmax: mask must be on the same device as x (cpu), but got meta""")
+        self.assertExpectedInline(
+            self.err(lambda d: ops.scaled_masked_softmax_backward(g, meta(1, 1, 2, 3), t(1, 1, 2, 3).bool()), cpu_only),
+            """npu_ext.scaled_masked_softmax_backward: y must be on the same device as grad_output (cpu), but got meta""")
+        self.assertExpectedInline(
+            self.err(lambda d: ops.prelu_backward(t(2, 3), t(2, 3), meta(3)), cpu_only),
+            """npu_ext.prelu_backward: weight must be on the same device as self (cpu), but got meta""")
+        self.assertExpectedInline(
+            self.err(lambda d: ops.prelu_backward(meta(2, 3), t(2, 3), t(3)), cpu_only),
+            """npu_ext.prelu_backward: grad_output must be on the same device as self (cpu), but got meta""")
+        self.assertExpectedInline(
+            self.err(lambda d: ops.prelu(t(2, 3), meta(3)), cpu_only),
+            """npu_ext.prelu: weight must be on the same device as self (cpu), but got meta""")
+        self.assertExpectedInline(
+            self.err(lambda d: ops.logit_grad(t(3), meta(3)), cpu_only),
+            """npu_ext.logit_grad: dy must be on the same device as x (cpu), but got meta""")
+        self.assertExpectedInline(
+            self.err(lambda d: ops.grouped_bias_add(t(4, 2), meta(1, 2), torch.tensor([4])), cpu_only),
+            """npu_ext.grouped_bias_add: bias must be on the same device as x (cpu), but got meta""")
+        self.assertExpectedInline(
+            self.err(lambda d: ops.grouped_bias_add(t(4, 2), t(1, 2), torch.tensor([4], device="meta")), cpu_only),
+            """npu_ext.grouped_bias_add: group_idx must be on the same device as x (cpu), but got meta""")
+        self.assertExpectedInline(
+            self.err(lambda d: ops.prelu_backward.out(t(2, 3), t(2, 3), t(3), grad_input=t(2, 3), grad_weight=meta(3)), cpu_only),
+            """npu_ext.prelu_backward: grad_weight must be on the same device as the inputs (cpu), but got meta""")
+
+    def test_internally_overlapping_output(self):
+        self.assertExpectedInline(
+            self.err(lambda d: ops.logit_grad.out(t(3, device=d), t(3, device=d), dx=t(1, device=d).expand(3))),
+            """npu_ext.logit_grad: output dx must not have internally overlapping memory (e.g. an expanded tensor)""")
+        self.assertExpectedInline(
+            self.err(lambda d: ops.prelu_backward.out(t(2, 3, device=d), t(2, 3, device=d), t(3, device=d),
+                                                      grad_input=t(2, 1, device=d).expand(2, 3), grad_weight=t(3, device=d))),
+            """npu_ext.prelu_backward: output grad_input must not have internally overlapping memory (e.g. an expanded tensor)""")
+
     # ---------------------------------------------------------------------------------------------------
     def test_prelu_backward(self):
         self.assertExpectedInline(

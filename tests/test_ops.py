@@ -6,23 +6,36 @@ import pytest
 import torch
 
 import oracle
-from helpers import FLOAT_DTYPES, LAYOUTS, make, relayout
+import samples
+from helpers import LAYOUTS, make, relayout
 from oracle import assert_accurate
 
 ops = torch.ops.npu_ext
 
 
 # --------------------------------------------------------------------------------------------------------
+# Every op, variant, dtype and layout of the sample table (samples.py) against the float64 oracle.
+VALUE_SAMPLES = [(s, layout) for layout in LAYOUTS for s in samples.samples("test", layout=layout)]
+
+
+@pytest.mark.parametrize("sample,layout", VALUE_SAMPLES, ids=[f"{s.id}-{lay}" for s, lay in VALUE_SAMPLES])
+def test_values(sample, layout):
+    outs = sample.run()
+    for out, exp, meta, name in zip(outs, sample.expected(), sample.run_meta(), sample.info.outputs):
+        assert out.dtype == meta.dtype == sample.dtype and out.shape == meta.shape and out.is_contiguous(), name
+        assert_accurate(out, exp, sample.dtype, f"{sample.id} {layout} {name}")
+    if sample.info.name == "scaled_masked_softmax_backward":
+        g, _, mask, _ = sample.args
+        m = oracle.causal_mask(*g.shape[-2:]) if sample.kwargs["fix_triu_mask"] else mask
+        assert torch.all(outs[0][m.expand(g.shape)] == 0)
+    if sample.info.name == "grouped_bias_add_grad" and sample.variant != "3d":
+        counts = sample.args[1].diff(prepend=sample.args[1].new_zeros(1)) if sample.variant == "end" else sample.args[1]
+        assert torch.all(outs[0][counts == 0] == 0)
+
+
+# --------------------------------------------------------------------------------------------------------
 # gelu_backward_v2
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-@pytest.mark.parametrize("approximate", ["none", "tanh"])
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_gelu_backward_v2(dtype, approximate, layout):
-    g = make([5, 37, 19], dtype, layout=layout)
-    x = make([5, 37, 19], dtype, low=-6, high=6, layout="sliced" if layout == "contiguous" else layout)
-    out = ops.gelu_backward_v2(g, x, approximate)
-    assert out.dtype == dtype and out.is_contiguous()
-    assert_accurate(out, oracle.gelu_backward_v2(g, x, approximate), dtype, f"gelu {approximate}")
+
 
 
 @pytest.mark.parametrize("g_shape,x_shape,out_shape", [
@@ -87,18 +100,7 @@ def test_gelu_backward_v2_out():
 
 # --------------------------------------------------------------------------------------------------------
 # prelu_backward
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("weight_numel", [1, 6])
-def test_prelu_backward(dtype, layout, weight_numel):
-    x = make([4, 6, 5, 3], dtype, layout=layout)
-    g = make([4, 6, 5, 3], dtype, layout="transposed" if layout == "contiguous" else "contiguous")
-    w = make([weight_numel], dtype, low=-1, high=1)
-    gi, gw = ops.prelu_backward(g, x, w)
-    egi, egw = oracle.prelu_backward(g, x, w)
-    assert gi.dtype == gw.dtype == dtype and gi.shape == x.shape and gw.shape == w.shape
-    assert_accurate(gi, egi, dtype, "grad_input")
-    assert_accurate(gw, egw, dtype, "grad_weight")
+
 
 
 @pytest.mark.parametrize("x_shape,w_shape,g_shape", [
@@ -159,37 +161,10 @@ def test_prelu_backward_out():
 
 # --------------------------------------------------------------------------------------------------------
 # grouped_bias_add_grad
-def _ends_and_counts(sizes):
-    ends = torch.tensor(sizes).cumsum(0).tolist() if sizes else []
-    return ends, list(sizes)
 
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES[:3] + [torch.float64])
-@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
-@pytest.mark.parametrize("group_idx_type", [0, 1])
-@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
-def test_grouped_bias_add_grad(dtype, index_dtype, group_idx_type, layout):
-    sizes = [3, 0, 40, 1, 0, 700, 17, 0]  # empty groups first, middle and last
-    ends, counts = _ends_and_counts(sizes)
-    n = sum(sizes)
-    grad_y = make([n, 65], dtype, layout=layout)
-    group_idx = torch.tensor(ends if group_idx_type == 0 else counts, dtype=index_dtype)
-    out = ops.grouped_bias_add_grad(grad_y, group_idx, group_idx_type)
-    assert out.shape == (len(sizes), 65) and out.dtype == dtype
-    expected = oracle.grouped_bias_add_grad(grad_y, group_idx, group_idx_type)
-    assert_accurate(out, expected, dtype)
-    for j, size in enumerate(sizes):
-        if size == 0:
-            assert torch.equal(out[j], torch.zeros(65, dtype=dtype))
 
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced", "expanded"])
-def test_grouped_bias_add_grad_3d(dtype, layout):
-    grad_y = make([6, 130, 33], dtype, layout=layout)
-    out = ops.grouped_bias_add_grad(grad_y)
-    assert out.shape == (6, 33)
-    assert_accurate(out, oracle.grouped_bias_add_grad(grad_y), dtype)
 
 
 def test_grouped_bias_add_grad_long_group_small_hidden():
@@ -239,25 +214,10 @@ def _softmax_inputs(shape, dtype, mask_shape, layout="contiguous", scale=1.0):
     return g, relayout(y, layout), mask
 
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-@pytest.mark.parametrize("mask_shape", [[2, 3, 9, 33], [1, 3, 9, 33], [2, 1, 9, 33], [1, 1, 9, 33]])
-@pytest.mark.parametrize("scale", [1.0, 0.125])
-def test_scaled_masked_softmax_backward(dtype, mask_shape, scale):
-    g, y, mask = _softmax_inputs([2, 3, 9, 33], dtype, mask_shape, scale=scale)
-    out = ops.scaled_masked_softmax_backward(g, y, mask, scale)
-    assert out.shape == g.shape and out.dtype == dtype and out.is_contiguous()
-    assert_accurate(out, oracle.scaled_masked_softmax_backward(g, y, mask, scale), dtype)
-    assert torch.all(out[mask.expand(g.shape)] == 0)
 
 
-@pytest.mark.parametrize("layout", ["transposed", "sliced", "expanded"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-def test_scaled_masked_softmax_backward_layouts(layout, dtype):
-    mask_shape = [1, 3, 16, 16] if layout == "expanded" else [2, 1, 16, 16]
-    g, y, mask = _softmax_inputs([2, 3, 16, 16], dtype, mask_shape, layout=layout)
-    mask = relayout(mask, "transposed") if layout == "transposed" else mask
-    out = ops.scaled_masked_softmax_backward(g, y, mask, 2.0)
-    assert_accurate(out, oracle.scaled_masked_softmax_backward(g, y, mask, 2.0), dtype)
+
+
 
 
 def test_scaled_masked_softmax_backward_masked_rows_and_nonfinite():
@@ -311,15 +271,7 @@ def test_scaled_masked_softmax_backward_out_aliasing_grad_output():
 
 # --------------------------------------------------------------------------------------------------------
 # logit_grad
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-@pytest.mark.parametrize("eps", [-1.0, 0.0, 1e-6, 0.2])
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_logit_grad(dtype, eps, layout):
-    x = make([6, 31, 7], dtype, low=-0.2, high=1.2, layout=layout)
-    dy = make([6, 31, 7], dtype, layout="sliced" if layout == "contiguous" else "contiguous")
-    out = ops.logit_grad(x, dy, eps)
-    assert out.dtype == dtype and out.shape == x.shape
-    assert_accurate(out, oracle.logit_grad(x, dy, eps), dtype, f"eps={eps}")
+
 
 
 NAN, INF = math.nan, math.inf
@@ -375,3 +327,29 @@ def test_logit_grad_out():
     dx = torch.empty([6, 5], dtype=torch.float16).t()
     assert ops.logit_grad.out(x, dy, 0.01, dx=dx) is None
     assert torch.equal(dx, ops.logit_grad(x, dy, 0.01))
+
+
+# --------------------------------------------------------------------------------------------------------
+# .out overlapping an input (issue 10): every op computes the result as if the output were separate.
+@pytest.mark.parametrize("shift", [1, 2, -1])
+def test_partially_overlapping_out(shift):
+    n = 24
+    for name in ("gelu_backward_v2", "logit_grad"):
+        storage = make([n + 4], torch.float32, low=0.05, high=0.95)
+        a = storage[2:2 + n].view(4, 6)
+        b = make([4, 6], torch.float32, low=0.05, high=0.95)
+        args = (b, a) if name == "gelu_backward_v2" else (a, b)
+        expected = getattr(oracle, name)(*[x.clone() for x in args])
+        out = storage[2 + shift:2 + shift + n].view(4, 6)
+        getattr(ops, name).out(*args, **{"gelu_backward_v2": {"grad_input": out}, "logit_grad": {"dx": out}}[name])
+        assert_accurate(out, expected, torch.float32, f"{name} shift {shift}")
+
+
+def test_issue_10_meta_mask_is_an_error():
+    g = torch.randn(1, 1, 2, 3)
+    y = torch.softmax(torch.randn(1, 1, 2, 3), -1)
+    m = torch.zeros(1, 1, 2, 3, dtype=torch.bool, device="meta")
+    for call in (lambda: ops.scaled_masked_softmax_backward(g, y, m, 1.0, True),
+                 lambda: ops.scaled_masked_softmax(g, m, 1.0, True)):
+        with pytest.raises(RuntimeError, match=r"^npu_ext\.scaled_masked_softmax(_backward)?: mask must be on the same device"):
+            call()

@@ -1,6 +1,7 @@
 #include "common/checks.h"
 
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <c10/util/irange.h>
 
 #include <sstream>
@@ -145,10 +146,23 @@ void check_npu_float(const char* op, const char* name, const at::Tensor& t) {
                 " must have dtype torch.float16, torch.bfloat16 or torch.float32, but got ", dtype_name(s));
 }
 
+void check_one_device(const char* op, std::initializer_list<NamedTensor> tensors) {
+  const NamedTensor* ref = nullptr;
+  for (const auto& t : tensors) {
+    if (!t.tensor.defined()) continue;
+    if (ref == nullptr) {
+      ref = &t;
+      continue;
+    }
+    check_same_device(op, t.name, t.tensor, ref->name, ref->tensor);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------
 GeluBackwardMeta check_gelu_backward_v2(const at::Tensor& grad_output, const at::Tensor& self,
                                         c10::string_view approximate) {
   constexpr const char* op = "gelu_backward_v2";
+  check_one_device(op, {{"grad_output", grad_output}, {"self", self}});
   GeluBackwardMeta meta;
   meta.approximate = parse_approximate(op, approximate);
   check_same_device(op, "self", self, "grad_output", grad_output);
@@ -165,6 +179,7 @@ GeluBackwardMeta check_gelu_backward_v2(const at::Tensor& grad_output, const at:
 PreluBackwardMeta check_prelu_backward(const at::Tensor& grad_output, const at::Tensor& self,
                                        const at::Tensor& weight) {
   constexpr const char* op = "prelu_backward";
+  check_one_device(op, {{"self", self}, {"grad_output", grad_output}, {"weight", weight}});
   check_same_device(op, "grad_output", grad_output, "self", self);
   check_same_device(op, "weight", weight, "self", self);
   check_float(op, "self", self);
@@ -190,6 +205,7 @@ GroupedBiasAddGradMeta check_grouped_bias_add_grad(const at::Tensor& grad_y,
                                                    const c10::optional<at::Tensor>& group_idx,
                                                    int64_t group_idx_type) {
   constexpr const char* op = "grouped_bias_add_grad";
+  check_one_device(op, {{"grad_y", grad_y}, {"group_idx", group_idx.has_value() ? *group_idx : at::Tensor()}});
   check_float(op, "grad_y", grad_y);
   GroupedBiasAddGradMeta meta;
   meta.groups = check_grouping(op, "grad_y", grad_y, group_idx, group_idx_type);
@@ -234,6 +250,8 @@ ScaledMaskedSoftmaxBackwardMeta check_scaled_masked_softmax_backward(const at::T
                                                                      const at::Tensor& y, const at::Tensor& mask,
                                                                      bool fix_triu_mask) {
   constexpr const char* op = "scaled_masked_softmax_backward";
+  // The mask too when fix_triu_mask ignores its values: a tensor on another device must not pick the kernel.
+  check_one_device(op, {{"grad_output", grad_output}, {"y", y}, {"mask", mask}});
   check_same_device(op, "y", y, "grad_output", grad_output);
   check_float(op, "grad_output", grad_output);
   check_same_dtype(op, "y", y, "grad_output", grad_output);
@@ -247,6 +265,7 @@ ScaledMaskedSoftmaxBackwardMeta check_scaled_masked_softmax_backward(const at::T
 // ---------------------------------------------------------------------------------------------------------
 LogitGradMeta check_logit_grad(const at::Tensor& x, const at::Tensor& dy) {
   constexpr const char* op = "logit_grad";
+  check_one_device(op, {{"x", x}, {"dy", dy}});
   check_same_device(op, "dy", dy, "x", x);
   check_float(op, "x", x);
   check_same_dtype(op, "dy", dy, "x", x);
@@ -268,6 +287,7 @@ GeluApproximate check_gelu(const at::Tensor& self, c10::string_view approximate)
 
 void check_prelu(const at::Tensor& self, const at::Tensor& weight) {
   constexpr const char* op = "prelu";
+  check_one_device(op, {{"self", self}, {"weight", weight}});
   check_same_device(op, "weight", weight, "self", self);
   check_float(op, "self", self);
   check_same_dtype(op, "weight", weight, "self", self);
@@ -284,6 +304,7 @@ void check_logit(const at::Tensor& self) {
 
 void check_scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, bool fix_triu_mask) {
   constexpr const char* op = "scaled_masked_softmax";
+  check_one_device(op, {{"x", x}, {"mask", mask}});
   check_float(op, "x", x);
   check_softmax_operands(op, "x", x, mask, fix_triu_mask);
 }
@@ -291,6 +312,7 @@ void check_scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, bo
 void check_grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
                             int64_t group_idx_type) {
   constexpr const char* op = "grouped_bias_add";
+  check_one_device(op, {{"x", x}, {"bias", bias}, {"group_idx", group_idx.has_value() ? *group_idx : at::Tensor()}});
   check_same_device(op, "bias", bias, "x", x);
   check_float(op, "x", x);
   check_same_dtype(op, "bias", bias, "x", x);
@@ -316,6 +338,10 @@ void check_out(const char* op, const char* name, const at::Tensor& out, c10::Sym
                 ", but got ", dtype_name(out.scalar_type()));
   NPU_EXT_CHECK(out.sym_sizes() == shape, op, "output ", name, " must have shape ", shape_str(shape), ", but got ",
                 shape_str(out.sym_sizes()));
+  // Several elements of `out` at one address (e.g. an expanded tensor) cannot each hold a different result.
+  NPU_EXT_CHECK(out.unsafeGetTensorImpl()->has_symbolic_sizes_strides() ||
+                    at::has_internal_overlap(out) != at::MemOverlap::Yes,
+                op, "output ", name, " must not have internally overlapping memory (e.g. an expanded tensor)");
 }
 
 void check_out(const char* op, const char* name, const at::Tensor& out, const OutputSpec& spec,

@@ -15,6 +15,7 @@
 #include <c10/util/string_view.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 namespace npu_ext {
@@ -127,6 +128,16 @@ void check_out(const char* op, const char* name, const at::Tensor& out, const Ou
 
 // A new (contiguous) output of the given spec on like's device.
 at::Tensor new_output(const OutputSpec& spec, const at::Tensor& like);
+
+// Every tensor argument of one call on one device, checked first by every op's check (mixed devices would
+// otherwise pick a kernel from the highest dispatch key, e.g. Meta, and skip arguments it ignores). The first
+// defined tensor is the reference; an undefined tensor (absent optional) is skipped. The message names the
+// argument: "npu_ext.<op>: <name> must be on the same device as <ref> (<device>), but got <device>".
+struct NamedTensor {
+  const char* name;
+  const at::Tensor& tensor;
+};
+void check_one_device(const char* op, std::initializer_list<NamedTensor> tensors);
 
 // True when `t` is one of the floating dtypes this device supports (fp16/bf16/fp32, plus fp64 off-NPU).
 bool is_supported_float(const at::Tensor& t);

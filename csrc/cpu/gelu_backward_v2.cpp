@@ -5,6 +5,7 @@
 
 #include "common/checks.h"
 #include "cpu/dispatch.h"
+#include "cpu/out_utils.h"
 
 namespace npu_ext {
 namespace {
@@ -12,14 +13,16 @@ namespace {
 void compute(const at::Tensor& grad_output, const at::Tensor& self, const GeluBackwardMeta& meta,
              const at::Tensor& grad_input) {
   if (grad_input.numel() == 0) return;
-  auto iter = at::TensorIteratorConfig()
-                  .add_output(grad_input)
-                  .add_const_input(grad_output)
-                  .add_const_input(self)
-                  .promote_inputs_to_common_dtype(true)  // mixed dtypes: result_type(grad_output, self)
-                  .resize_outputs(false)
-                  .build();
-  cpu::gelu_backward_kernel(iter, meta.approximate);
+  cpu::with_elementwise_out(grad_input, {grad_output, self}, [&](const at::Tensor& dst) {
+    auto iter = at::TensorIteratorConfig()
+                    .add_output(dst)
+                    .add_const_input(grad_output)
+                    .add_const_input(self)
+                    .promote_inputs_to_common_dtype(true)  // mixed dtypes: result_type(grad_output, self)
+                    .resize_outputs(false)
+                    .build();
+    cpu::gelu_backward_kernel(iter, meta.approximate);
+  });
 }
 
 at::Tensor gelu_backward_v2(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {

@@ -5,14 +5,18 @@
 
 #include "common/checks.h"
 #include "cpu/dispatch.h"
+#include "cpu/out_utils.h"
 
 namespace npu_ext {
 namespace {
 
 void compute(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
   if (dx.numel() == 0) return;
-  auto iter = at::TensorIteratorConfig().add_output(dx).add_const_input(x).add_const_input(dy).resize_outputs(false).build();
-  cpu::logit_grad_kernel(iter, eps);
+  cpu::with_elementwise_out(dx, {x, dy}, [&](const at::Tensor& dst) {
+    auto iter =
+        at::TensorIteratorConfig().add_output(dst).add_const_input(x).add_const_input(dy).resize_outputs(false).build();
+    cpu::logit_grad_kernel(iter, eps);
+  });
 }
 
 at::Tensor logit_grad(const at::Tensor& x, const at::Tensor& dy, double eps) {

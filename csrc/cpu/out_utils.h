@@ -31,5 +31,27 @@ void with_contiguous_out(const at::Tensor& out, std::initializer_list<at::Tensor
   }
 }
 
+// Runs fn(dst) for an elementwise (TensorIterator) kernel: `out` itself unless it shares memory with an input
+// other than exactly (the same elements: in-place, which TensorIterator supports), otherwise a fresh tensor
+// of out's shape that is copied into `out` afterwards. So a partially overlapping `.out` gets the right
+// result instead of ATen's internal "unsupported operation" error.
+template <typename Fn>
+void with_elementwise_out(const at::Tensor& out, std::initializer_list<at::Tensor> inputs, Fn&& fn) {
+  bool direct = true;
+  for (const auto& in : inputs) {
+    if (in.defined() && in.is_alias_of(out)) {
+      const auto status = at::get_overlap_status(out, in);
+      if (status != at::MemOverlapStatus::No && status != at::MemOverlapStatus::Full) direct = false;
+    }
+  }
+  if (direct) {
+    fn(out);
+  } else {
+    at::Tensor tmp = at::empty(out.sizes(), out.options());
+    fn(tmp);
+    out.copy_(tmp);
+  }
+}
+
 }  // namespace cpu
 }  // namespace npu_ext

@@ -1,0 +1,65 @@
+"""SPEC.md's accuracy metric over the whole normal range of each dtype (not only around 0), per op, variant
+and dtype, from the sample table (samples.OPS[...].range_make): inputs m * 2^e with e spread uniformly over
+every normal exponent of the dtype.
+
+"Non-tiny" here means normal: every output of magnitude >= torch.finfo(dtype).tiny is held to the relative
+bounds (mean < T, max < 10 T); outputs below it to an absolute error below it. The mean bound is also held
+within every binade of the output (2^k <= |expected| < 2^(k+1), at least 16 outputs): a tensor made only of
+values from one region (e.g. gelu's far left tail) must meet it too, not just the whole-range average. For
+scaled_masked_softmax_backward, whose output is a difference (g - sum(g y)) and so has cancellation zeros,
+each row is scaled by its own power of two over the range and the metric is taken on the output divided by
+that power (exact), with the ordinary tiny bound (oracle.SMALL). The float64 oracle is the reference;
+outputs past the dtype's max compare with their correctly rounded Inf.
+
+    .venv/bin/python tests/accuracy_report.py   # prints these numbers as a table
+"""
+
+import pytest
+import torch
+
+import samples
+from oracle import SMALL, THRESHOLD, assert_accurate, expected_in
+
+RANGE = list(samples.range_samples())
+
+
+def range_rows(sample, run=None):
+    """[(label, actual, expected, small)] for one whole-range sample (run: see samples.accuracy_rows)."""
+    rows = []
+    scale = sample.info.range_scale(sample.args) if sample.info.range_scale else None
+    for label, a, e in samples.accuracy_rows(sample, run):
+        if scale is not None:
+            rows.append((label, a.to(torch.float64) / scale, e / scale, None))
+        else:
+            rows.append((label, a, e, torch.finfo(sample.dtype).tiny))
+    return rows
+
+
+def binades(actual, expected, dtype, small):
+    """[(k, count, mean rel err)] per binade of |expected| (finite, non-tiny outputs)."""
+    e = expected_in(expected, dtype).reshape(-1)
+    a = actual.to(torch.float64).reshape(-1)
+    small = SMALL[dtype] if small is None else small
+    keep = torch.isfinite(e) & (e.abs() >= small)
+    k = torch.floor(torch.log2(e[keep].abs())).long()
+    rel = (a[keep] - e[keep]).abs() / e[keep].abs()
+    rows = []
+    for b in torch.unique(k).tolist():
+        r = rel[k == b]
+        if r.numel() >= 16:
+            rows.append((b, r.numel(), r.mean().item()))
+    return rows
+
+
+def check_range(sample, run=None):
+    """SPEC's metric with every normal output non-tiny, and the mean bound per output binade."""
+    for label, a, e, small in range_rows(sample, run):
+        assert_accurate(a, e, sample.dtype, label, small=small)
+        t = THRESHOLD[sample.dtype]
+        bad = [(b, n, m) for b, n, m in binades(a, e, sample.dtype, small) if m >= t]
+        assert not bad, f"{label}: mean relative error >= T={t:.2e} in binades (2^k, count, mean): {bad}"
+
+
+@pytest.mark.parametrize("sample", RANGE, ids=[s.id for s in RANGE])
+def test_whole_normal_range(sample):
+    check_range(sample)
