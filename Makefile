@@ -18,9 +18,18 @@ $(VENV)/.stamp-venv: requirements-dev.txt
 
 venv: $(VENV)/.stamp-venv
 
+# The first build installs the package in development mode (pip install -e, which compiles everything in a
+# throw-away directory and puts the modules into torch_ext/); later builds recompile only what changed, in
+# place, with ninja and a kept build/temp. The stamp is dated from the start of the build, so a source edited
+# while it runs is rebuilt next time.
 $(VENV)/.stamp-build: $(VENV)/.stamp-venv $(SOURCES)
-	MAX_JOBS=$${MAX_JOBS:-2} $(PIP) install --quiet --no-build-isolation --no-deps -e .
-	touch $@
+	touch $@.start
+	if [ -f $(VENV)/.stamp-develop ]; then \
+	  MAX_JOBS=$${MAX_JOBS:-2} $(PY) setup.py -q build_ext --inplace --build-temp build/temp; \
+	else \
+	  MAX_JOBS=$${MAX_JOBS:-2} $(PIP) install --quiet --no-build-isolation --no-deps -e . && touch $(VENV)/.stamp-develop; \
+	fi
+	mv $@.start $@
 
 build: $(VENV)/.stamp-build
 
@@ -66,4 +75,4 @@ test-asan: venv
 		$(addprefix $(CURDIR)/,$(ASAN_TESTS))
 
 clean:
-	rm -rf build torch_ext/*.so $(VENV)/.stamp-build
+	rm -rf build torch_ext/*.so $(VENV)/.stamp-build $(VENV)/.stamp-develop

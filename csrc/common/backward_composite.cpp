@@ -34,7 +34,7 @@ constexpr double kKappa = 0.044715;
 // ---------------------------------------------------------------------------------------------------------
 at::Tensor gelu_backward_v2(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
   const auto meta = check_gelu_backward_v2(grad_output, self, approximate);
-  const auto compute = at::toOpMathType(meta.dtype);
+  const auto compute = at::toOpMathType(meta.grad_input.dtype);
   const at::Tensor g = grad_output.to(compute);
   const at::Tensor x = self.to(compute);
   // Left tails: the derivative is exp(<quadratic>) * F with |F| moderate. The factor F goes into the exponent,
@@ -66,13 +66,13 @@ at::Tensor gelu_backward_v2(const at::Tensor& grad_output, const at::Tensor& sel
     const at::Tensor neg = at::exp(u * 2.0 + f.abs().log()) * f.sign() / ope;
     d = at::where(u < 0, neg, pos);
   }
-  return finish(g * d, meta.dtype);
+  return finish(g * d, meta.grad_input.dtype);
 }
 
 void gelu_backward_v2_out(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate,
                           const at::Tensor& grad_input) {
   const auto meta = check_gelu_backward_v2(grad_output, self, approximate);
-  check_out("gelu_backward_v2", "grad_input", grad_input, meta.shape, meta.dtype, self);
+  check_out("gelu_backward_v2", "grad_input", grad_input, meta.grad_input, self);
   grad_input.copy_(gelu_backward_v2(grad_output, self, approximate));
 }
 
@@ -99,14 +99,14 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward(const at::Tensor& grad_output,
   const at::Tensor gi = at::where(positive, g, w_b * g);
   const at::Tensor contrib = at::where(positive, at::zeros({}, x.options()), x * g);
   const at::Tensor gw = meta.per_channel ? contrib.sum(reduce_dims) : contrib.sum();
-  return {finish(gi, self.scalar_type()), finish(gw.reshape(weight.sizes()), weight.scalar_type())};
+  return {finish(gi, meta.grad_input.dtype), finish(gw.reshape(weight.sizes()), meta.grad_weight.dtype)};
 }
 
 void prelu_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight,
                         const at::Tensor& grad_input, const at::Tensor& grad_weight) {
-  check_prelu_backward(grad_output, self, weight);
-  check_out("prelu_backward", "grad_input", grad_input, self.sym_sizes(), self.scalar_type(), self);
-  check_out("prelu_backward", "grad_weight", grad_weight, weight.sym_sizes(), weight.scalar_type(), self);
+  const auto meta = check_prelu_backward(grad_output, self, weight);
+  check_out("prelu_backward", "grad_input", grad_input, meta.grad_input, self);
+  check_out("prelu_backward", "grad_weight", grad_weight, meta.grad_weight, self);
   const auto r = prelu_backward(grad_output, self, weight);
   grad_input.copy_(std::get<0>(r));
   grad_weight.copy_(std::get<1>(r));
@@ -133,7 +133,7 @@ at::Tensor grouped_bias_add_grad(const at::Tensor& grad_y, const c10::optional<a
 void grouped_bias_add_grad_out(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx,
                                int64_t group_idx_type, const at::Tensor& out) {
   const auto meta = check_grouped_bias_add_grad(grad_y, group_idx, group_idx_type);
-  check_out("grouped_bias_add_grad", "out", out, {meta.groups, meta.hidden}, grad_y.scalar_type(), grad_y);
+  check_out("grouped_bias_add_grad", "out", out, meta.out, grad_y);
   out.copy_(grouped_bias_add_grad(grad_y, group_idx, group_idx_type));
 }
 
@@ -155,9 +155,8 @@ at::Tensor scaled_masked_softmax_backward(const at::Tensor& grad_output, const a
 
 void scaled_masked_softmax_backward_out(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask,
                                         double scale, bool fix_triu_mask, const at::Tensor& out) {
-  check_scaled_masked_softmax_backward(grad_output, y, mask, fix_triu_mask);
-  check_out("scaled_masked_softmax_backward", "out", out, grad_output.sym_sizes(), grad_output.scalar_type(),
-            grad_output);
+  const auto meta = check_scaled_masked_softmax_backward(grad_output, y, mask, fix_triu_mask);
+  check_out("scaled_masked_softmax_backward", "out", out, meta.out, grad_output);
   out.copy_(scaled_masked_softmax_backward(grad_output, y, mask, scale, fix_triu_mask));
 }
 
@@ -179,8 +178,8 @@ at::Tensor logit_grad(const at::Tensor& x, const at::Tensor& dy, double eps) {
 }
 
 void logit_grad_out(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
-  check_logit_grad(x, dy);
-  check_out("logit_grad", "dx", dx, x.sym_sizes(), x.scalar_type(), x);
+  const auto meta = check_logit_grad(x, dy);
+  check_out("logit_grad", "dx", dx, meta.dx, x);
   dx.copy_(logit_grad(x, dy, eps));
 }
 
