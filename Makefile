@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 SOURCES := setup.py $(shell find csrc torch_ext -name '*.cpp' -o -name '*.h' -o -name '*.py' 2>/dev/null)
 
-.PHONY: all venv build test bench bench-full clean npu-check npu-test
+.PHONY: all venv build test bench bench-full clean npu-check npu-test test-aarch64 build-aarch64
 
 all: test
 
@@ -42,6 +42,15 @@ npu-check: venv
 
 npu-test: build
 	$(PY) -m pytest tests/test_npu_standin.py tests/test_npu_device.py -q
+
+# aarch64 (Kunpeng 920 class) on this x86-64 host: cross-builds the unmodified sources with aarch64-linux-gnu-g++
+# against the torch 2.13.0 aarch64 wheel and runs the test suite on an arm64 python under qemu-user
+# (neoverse-n1, no SVE). Installs its Debian tools if missing; everything else is cached in build/aarch64.
+build-aarch64:
+	HOST_PYTHON=$(PYTHON) tools/aarch64/run.sh build
+
+test-aarch64:
+	HOST_PYTHON=$(PYTHON) tools/aarch64/run.sh all
 
 clean:
 	rm -rf build torch_ext/*.so $(VENV)/.stamp-build
