@@ -3,7 +3,7 @@
 # with aarch64-linux-gnu-g++ against the torch 2.13.0 aarch64 wheel, and the test suite runs on Debian's arm64
 # python3.11 under qemu-user emulating a Neoverse N1 (armv8.2-a, NEON, no SVE, like Kunpeng 920).
 #
-# Usage: tools/aarch64/run.sh [all|setup|build|test|python ARGS...]     (make test-aarch64 = all)
+# Usage: tools/aarch64/run.sh [all|setup|build|test|npu-check [PYTHON]|python ARGS...]     (make test-aarch64 = all)
 #   setup   install the Debian tools if missing (g++-aarch64-linux-gnu, qemu-user, ninja-build), build the
 #           arm64 sysroot (python3.11 and its libraries, Debian's arm64 packages unpacked with dpkg -x),
 #           unpack the torch aarch64 wheel and install the test dependencies (pip --target, aarch64
@@ -13,6 +13,9 @@
 #           an aarch64 machine and compiles the kernels once, DEFAULT variant) with the host cross compiler
 #   test    pytest under emulation (QEMU_CPU, default neoverse-n1); tests that cannot run emulated are
 #           deselected here, each with its reason (EMULATION_DESELECT below); extra args go to pytest
+#   npu-check [PYTHON]  tools/npu_compile_check.sh for aarch64: every csrc/npu/*.cpp compiled with the cross
+#           compiler against the aarch64 torch_npu wheel's headers and the aarch64 torch headers (PYTHON: a
+#           host python with torch 2.13.0, default .venv/bin/python; part of make npu-check)
 #   python  the emulated python with this environment (e.g. tools/aarch64/run.sh python -c 'import torch')
 # Everything is cached under build/aarch64 (gitignored; NPU_EXT_AARCH64_DIR overrides): downloads, the
 # sysroot, the site-packages, the stubs and the build. Each step is skipped when its stamp is present, so
@@ -233,12 +236,22 @@ test_suite() {
   log "tests done in $(($(now) - t0)) s"
 }
 
+npu_check() {
+  install_tools
+  build_sysroot
+  install_site
+  local py="${1:-$ROOT/.venv/bin/python}"
+  NPU_CHECK_ARCH=aarch64 CXX="$HERE/cxx" NPU_CHECK_TORCH_DIR="$SITE/torch" \
+    NPU_CHECK_PY_INCLUDE="$SYSROOT/usr/include/python3.11" "$ROOT/tools/npu_compile_check.sh" "$py"
+}
+
 cmd="${1:-all}"; shift || true
 case "$cmd" in
   setup) setup ;;
   build) setup; build ;;
   test) setup; build; test_suite "$@" ;;
   all) setup; build; test_suite "$@" ;;
+  npu-check) npu_check "$@" ;;
   python) emu_python "$@" ;;
-  *) echo "usage: $0 [all|setup|build|test|python ARGS...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|setup|build|test|npu-check [PYTHON]|python ARGS...]" >&2; exit 2 ;;
 esac
