@@ -40,19 +40,20 @@ bench-full: build
 # aclnn stand-in (compiled once into build/npu_standin) and are compared with the CPU kernels.
 npu-check: venv
 	tools/npu_compile_check.sh $(PY)
-	HOST_PYTHON=$(PYTHON) tools/aarch64/run.sh npu-check $(PY)
+	HOST_PYTHON=$(PY) tools/aarch64/run.sh npu-check $(PY)
 
 npu-test: build
 	$(PY) -m pytest tests/test_npu_standin.py tests/test_npu_device.py -q
 
 # aarch64 (Kunpeng 920 class) on this x86-64 host: cross-builds the unmodified sources with aarch64-linux-gnu-g++
 # against the torch 2.13.0 aarch64 wheel and runs the test suite on an arm64 python under qemu-user
-# (neoverse-n1, no SVE). Installs its Debian tools if missing; everything else is cached in build/aarch64.
-build-aarch64:
-	HOST_PYTHON=$(PYTHON) tools/aarch64/run.sh build
+# (neoverse-n1, no SVE). Installs its Debian tools if missing; everything else is cached in build/aarch64
+# (.venv's pip only downloads the aarch64 wheels).
+build-aarch64: venv
+	HOST_PYTHON=$(PY) tools/aarch64/run.sh build
 
-test-aarch64:
-	HOST_PYTHON=$(PYTHON) tools/aarch64/run.sh all
+test-aarch64: venv
+	HOST_PYTHON=$(PY) tools/aarch64/run.sh all
 
 clean:
 	rm -rf build torch_ext/*.so $(VENV)/.stamp-build

@@ -217,9 +217,9 @@ build() {
   log "cross-building torch_ext for aarch64 (setup.py under the emulated python, aarch64-linux-gnu-g++)"
   (cd "$ROOT" && emu_python setup.py -q build --build-base "$EXT" --build-lib "$EXT/lib" \
      --build-temp "$EXT/temp")
-  # setuptools leaves its egg-info in the source tree
-  rm -rf "$ROOT/torch_ext.egg-info.aarch64"
-  log "build done in $(($(now) - t0)) s: $(file -b "$EXT/lib/torch_ext/_C.cpython-311-aarch64-linux-gnu.so" | cut -d, -f1-2)"
+  so="$EXT/lib/torch_ext/_C.cpython-311-aarch64-linux-gnu.so"
+  aarch64-linux-gnu-readelf -h "$so" | grep -q 'Machine:.*AArch64' || { log "build: $so is not an aarch64 ELF" >&2; exit 1; }
+  log "build done in $(($(now) - t0)) s: $so"
 }
 
 # ------------------------------------------------------------------------------------------------- test
