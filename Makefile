@@ -36,8 +36,9 @@ bench-full: build
 
 # NPU path, no NPU needed. npu-check: every csrc/npu source compiles against the torch_npu 2.13.0 wheel's headers
 # (downloaded once into build/npu-check, never installed), for x86-64 with g++ and for aarch64 with
-# aarch64-linux-gnu-g++ against the aarch64 wheels (tools/aarch64/run.sh npu-check). npu-test: the NPU sources run against the host
-# aclnn stand-in (compiled once into build/npu_standin) and are compared with the CPU kernels.
+# aarch64-linux-gnu-g++ against the aarch64 wheels (tools/aarch64/run.sh npu-check).
+# npu-test: the NPU sources run against the host aclnn stand-in (compiled once into build/npu_standin) and are
+# compared with the CPU kernels.
 npu-check: venv
 	tools/npu_compile_check.sh $(PY)
 	HOST_PYTHON=$(PY) tools/aarch64/run.sh npu-check $(PY)

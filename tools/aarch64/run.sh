@@ -11,8 +11,8 @@
 #           /proc/cpuinfo and midr_el1 files into the sysroot, register qemu-aarch64 with binfmt_misc
 #   build   cross-build torch_ext._C for aarch64: setup.py runs under the emulated python (so setup.py sees
 #           an aarch64 machine and compiles the kernels once, DEFAULT variant) with the host cross compiler
-#   test    pytest under emulation (QEMU_CPU, default neoverse-n1); tests that cannot run emulated are
-#           deselected here, each with its reason (EMULATION_DESELECT below); extra args go to pytest
+#   test    pytest under emulation (QEMU_CPU, default neoverse-n1), the whole suite unless EMULATION_DESELECT
+#           below names tests that cannot run emulated; extra args go to pytest
 #   npu-check [PYTHON]  tools/npu_compile_check.sh for aarch64: every csrc/npu/*.cpp compiled with the cross
 #           compiler against the aarch64 torch_npu wheel's headers and the aarch64 torch headers (PYTHON: a
 #           host python with torch 2.13.0, default .venv/bin/python; part of make npu-check)
@@ -223,7 +223,10 @@ build() {
 }
 
 # ------------------------------------------------------------------------------------------------- test
-# Tests not run under emulation, each with its reason (pytest --deselect; the README lists them too).
+# Tests not run under emulation, each with its reason (pytest --deselect IDs; the README lists them too).
+# None today: the whole suite runs emulated (torch.compile, DDP and the subprocess tests included). Tests
+# can also tell they run emulated from NPU_EXT_EMULATED=1 (set in emu_env). Extra pytest arguments:
+# tools/aarch64/run.sh test ARGS (e.g. --deselect ID for a local run).
 EMULATION_DESELECT=()
 
 test_suite() {
