@@ -25,8 +25,15 @@ $(VENV)/.stamp-build: $(VENV)/.stamp-venv $(SOURCES)
 build: $(VENV)/.stamp-build
 
 # The tests, plus the NPU compile check against the real torch_npu 2.13.0 headers (see npu-check below).
+# The whole suite runs once per CPU kernel variant this machine can run: first as the process picks it (the
+# best one), then with each lower variant forced through ATEN_CPU_CAPABILITY (x86-64: avx2, default; other
+# architectures build the DEFAULT variant alone). tools/cpu_variants.py lists them.
 test: build npu-check
 	$(PY) -m pytest tests -q
+	@for cap in $$($(PY) tools/cpu_variants.py --lower); do \
+	  echo "== the whole suite again with ATEN_CPU_CAPABILITY=$$cap"; \
+	  ATEN_CPU_CAPABILITY=$$cap $(PY) -m pytest tests -q || exit 1; \
+	done
 
 bench: build
 	$(PY) -m benchmarks.run --quick

@@ -16,8 +16,9 @@ def gelu_backward_v2(grad_output, self, approximate="none"):
     g = grad_output.to(f64)
     x = self.to(f64)
     if approximate == "none":
-        # gi = g * (0.5 + 0.5*erf(x/sqrt2) + x * exp(-x^2/2) / sqrt(2*pi))
-        return g * (0.5 + 0.5 * torch.erf(x / math.sqrt(2.0)) + x * torch.exp(-x * x / 2.0) / math.sqrt(2.0 * math.pi))
+        # gi = g * (0.5 + 0.5*erf(x/sqrt2) + x * exp(-x^2/2) / sqrt(2*pi)), with 0.5 + 0.5*erf(x/sqrt2) written
+        # as 0.5*erfc(-x/sqrt2): the same function, without float64's own cancellation for x < -8
+        return g * (0.5 * torch.erfc(-x / math.sqrt(2.0)) + x * torch.exp(-x * x / 2.0) / math.sqrt(2.0 * math.pi))
     if approximate == "tanh":
         # exact derivative of 0.5*x*(1+tanh(u)), u = sqrt(2/pi)*(x + 0.044715 x^3)
         k = math.sqrt(2.0 / math.pi)

@@ -107,3 +107,63 @@ def test_fp64_rejected():
     with pytest.raises(RuntimeError, match=r"^npu_ext.logit_grad: x must have dtype torch.float16, torch.bfloat16 "
                                            r"or torch.float32, but got torch.float64"):
         ops.logit_grad(dev(torch.rand(3, dtype=torch.float64)), dev(torch.rand(3, dtype=torch.float64)))
+
+
+SENTINEL = 77.0  # exact in fp16, bf16 and fp32
+
+
+def _framed(shape, dtype, kind):
+    """(storage, view, covered) on the NPU: a sentinel-filled storage, a transposed or sliced output view into it,
+    and which storage elements the view covers."""
+    n = math.prod(shape)
+    big = (2 * n + 6,) if kind == "transposed" else tuple(s + 2 for s in shape)
+
+    def view_of(base):
+        if kind == "sliced":
+            return base[tuple(slice(1, 1 + s) for s in shape)]
+        if len(shape) == 1:
+            return base.view(-1)[3:3 + 2 * n:2]
+        return base.view(-1)[3:3 + n].view(list(shape)[::-1]).permute(list(range(len(shape)))[::-1])
+
+    storage = dev(torch.full(big, SENTINEL, dtype=dtype))
+    covered = torch.zeros(storage.numel(), dtype=torch.bool)
+    covered[view_of(torch.arange(storage.numel()).view(big)).reshape(-1)] = True
+    return storage, view_of(storage), covered
+
+
+@pytest.mark.parametrize("kind", ["transposed", "sliced"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_out_layouts_never_write_outside_the_view(dtype, kind):
+    """aclnnScaledMaskedSoftmaxBackward and aclnnLogitGrad ignore out's strides: the NPU path must use a temporary."""
+    g4, mask = torch.randn(2, 3, 16, 64).to(dtype), torch.rand(2, 3, 16, 64) < 0.3
+    y4 = torch.softmax(torch.randn(2, 3, 16, 64).masked_fill(mask, -10000.0), -1).to(dtype)
+    x, dy = (torch.rand(8, 31) * 1.4 - 0.2).to(dtype), torch.randn(8, 31).to(dtype)
+    gy, idx = torch.randn(100, 40).to(dtype), torch.tensor([30, 30, 70, 100])
+    pg, px, pw = torch.randn(4, 3, 17).to(dtype), torch.randn(4, 3, 17).to(dtype), torch.rand(3).to(dtype)
+    cases = [
+        (ops.gelu_backward_v2.out, (dy, x, "tanh"), {"grad_input": (8, 31)}),
+        (ops.prelu_backward.out, (pg, px, pw), {"grad_input": (4, 3, 17), "grad_weight": (3,)}),
+        (ops.grouped_bias_add_grad.out, (gy, idx, 0), {"out": (4, 40)}),
+        (ops.scaled_masked_softmax_backward.out, (g4, y4, mask, 0.5, False), {"out": (2, 3, 16, 64)}),
+        (ops.logit_grad.out, (x, dy, 0.05), {"dx": (8, 31)}),
+    ]
+    for overload, args, outs in cases:
+        framed = {name: _framed(shape, dtype, kind) for name, shape in outs.items()}
+        overload(*[dev(a) if isinstance(a, torch.Tensor) else a for a in args], **{k: f[1] for k, f in framed.items()})
+        expected = overload.overloadpacket(*args)
+        expected = expected if isinstance(expected, tuple) else (expected,)
+        for (storage, view, covered), exp in zip(framed.values(), expected):
+            check(view, exp)
+            assert bool((storage.cpu().reshape(-1)[~covered] == SENTINEL).all()), f"{overload}: wrote outside the view"
+
+
+@pytest.mark.parametrize("zero_dim_arg", ["grad_output", "self"])
+@pytest.mark.parametrize("dtypes", [(torch.float32, torch.float16), (torch.float32, torch.bfloat16),
+                                    (torch.float16, torch.bfloat16), (torch.bfloat16, torch.float16)])
+def test_gelu_backward_v2_zero_dim_promotion(dtypes, zero_dim_arg):
+    """aclnn's PromoteType has no 0-dim rule: the NPU path casts to result_type first."""
+    scalar, tensor = torch.tensor(1.7).to(dtypes[0]), (2 * torch.randn(4, 5)).to(dtypes[1])
+    g, x = (scalar, tensor) if zero_dim_arg == "grad_output" else (tensor, scalar)
+    got = ops.gelu_backward_v2(dev(g), dev(x), "none")
+    torch.npu.synchronize()  # no deferred failure in the task queue
+    check(got, ops.gelu_backward_v2(g, x, "none"))

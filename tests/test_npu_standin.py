@@ -11,8 +11,10 @@ On a machine with torch_npu and an NPU, tests/test_npu_device.py runs the real t
 """
 
 import ctypes
+import json
 import math
 import os
+import subprocess
 import sys
 
 import pytest
@@ -605,3 +607,237 @@ def test_standin_rounding_is_bit_exact(standin, dtype):
     got, expected = npu(ops.logit_grad.default, x, dy, 0.01), ops.logit_grad(x, dy, 0.01)
     assert torch.equal(got.view(torch.int16 if dtype != torch.float32 else torch.int32),
                        expected.view(torch.int16 if dtype != torch.float32 else torch.int32))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# aclnn as it really behaves (the stand-in models the CANN sources, see aclnn_standin.cpp).
+
+SENTINEL = 77.0  # exact in fp16, bf16 and fp32
+
+
+def framed_view(base, shape, kind):
+    """A view of `shape` into `base` (a larger tensor): "transposed" (reversed dims, after a 3-element offset;
+    every other element for 1-D) or "sliced" (the middle of a tensor one larger on both sides of every dim)."""
+    if kind == "transposed":
+        n = math.prod(shape)
+        if len(shape) == 1:
+            return base.view(-1)[3:3 + 2 * n:2]
+        return base.view(-1)[3:3 + n].view(list(shape)[::-1]).permute(list(range(len(shape)))[::-1])
+    return base[tuple(slice(1, 1 + s) for s in shape)]
+
+
+def framed_out(shape, dtype, kind):
+    """(storage, view, covered): a sentinel-filled storage, an output view into it, and which storage elements
+    the view covers."""
+    big_shape = (2 * math.prod(shape) + 6,) if kind == "transposed" else tuple(s + 2 for s in shape)
+    storage = torch.full(big_shape, SENTINEL, dtype=dtype)
+    positions = torch.arange(storage.numel()).view(big_shape)
+    covered = torch.zeros(storage.numel(), dtype=torch.bool)
+    covered[framed_view(positions, shape, kind).reshape(-1)] = True
+    view = framed_view(storage, shape, kind)
+    assert not view.is_contiguous() or (kind == "sliced" and len(shape) == 1)  # 1-D: a slice with an offset
+    return storage, view, covered
+
+
+def assert_only_view_written(storage, covered):
+    outside = storage.reshape(-1)[~covered]
+    assert outside.numel() > 0 and bool((outside == SENTINEL).all()), "written outside the output's view"
+
+
+def out_cases(dtype):
+    """(overload, args, {out name: shape}) for every op's .out overload."""
+    torch.manual_seed(11)
+    g, x = torch.randn(4, 6).to(dtype), torch.randn(6).to(dtype)
+    pg, px, pw = prelu_inputs(dtype)
+    sg, sy, smask = softmax_inputs(dtype)
+    lx, ldy = logit_inputs(dtype)
+    gy = torch.randn(10, 8).to(dtype)
+    return [
+        (ops.gelu_backward_v2.out, (g, x, "tanh"), {"grad_input": (4, 6)}),
+        (ops.prelu_backward.out, (pg, px, pw), {"grad_input": (4, 3, 5), "grad_weight": (3,)}),
+        (ops.grouped_bias_add_grad.out, (gy, torch.tensor([3, 3, 7, 10]), 0), {"out": (4, 8)}),
+        (ops.scaled_masked_softmax_backward.out, (sg, sy, smask, 0.5, False), {"out": (2, 3, 4, 16)}),
+        (ops.logit_grad.out, (lx, ldy, 0.05), {"dx": (6, 7)}),
+    ]
+
+
+@pytest.mark.parametrize("kind", ["transposed", "sliced"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", range(5), ids=["gelu", "prelu", "grouped", "softmax", "logit"])
+def test_out_layouts_never_write_outside_the_view(standin, case, dtype, kind):
+    """Strided and sliced `.out` tensors for every op: aclnnScaledMaskedSoftmaxBackward and aclnnLogitGrad write
+    densely from the storage offset, so the NPU path computes into a temporary and copies back; the others copy
+    into strided outputs themselves. Either way the values are the CPU kernel's and nothing outside the view
+    changes."""
+    overload, args, outs = out_cases(dtype)[case]
+    framed = {name: framed_out(shape, dtype, kind) for name, shape in outs.items()}
+    assert npu(overload, *args, **{name: f[1] for name, f in framed.items()}) is None
+    expected = overload.overloadpacket(*args)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    for (storage, view, covered), exp in zip(framed.values(), expected):
+        assert_close(view, exp)
+        assert_only_view_written(storage, covered)
+
+
+def test_dense_writer_corrupts_a_strided_out_when_called_directly(standin):
+    """The stand-in really ignores out's strides for aclnnLogitGrad (so the test above can fail): torch_npu's
+    EXEC_NPU_CMD_EXT with a sliced out writes densely from the storage offset, past the view."""
+    x, dy = logit_inputs(torch.float32)
+    storage, view, covered = framed_out(x.shape, torch.float32, "sliced")
+    torch.ops.npu_standin.exec_npu_cmd_ext_logit_grad(x, dy, -1.0, view)
+    torch.ops.npu_standin.synchronize()
+    assert not bool((storage.reshape(-1)[~covered] == SENTINEL).all())
+
+
+# Mixed dtypes with a 0-dim operand: PyTorch's result_type lets the dimensioned tensor win; aclnn's PromoteType
+# has no such rule (fp32 for any two different float dtypes) and would reject gradInput's dtype.
+ZERO_DIM_CASES = [(torch.float32, torch.float16), (torch.float32, torch.bfloat16), (torch.float16, torch.bfloat16),
+                  (torch.bfloat16, torch.float16)]
+
+
+@pytest.mark.parametrize("zero_dim_arg", ["grad_output", "self"])
+@pytest.mark.parametrize("dtypes", ZERO_DIM_CASES, ids=lambda d: f"{d[0]}-{d[1]}".replace("torch.", ""))
+def test_gelu_backward_v2_zero_dim_promotion(standin, dtypes, zero_dim_arg):
+    zero_dim_dtype, tensor_dtype = dtypes
+    torch.manual_seed(12)
+    scalar = torch.tensor(1.7).to(zero_dim_dtype)
+    tensor = (torch.randn(4, 5) * 2).to(tensor_dtype)
+    g, x = (scalar, tensor) if zero_dim_arg == "grad_output" else (tensor, scalar)
+    expected = ops.gelu_backward_v2(g, x, "none")
+    assert expected.dtype == tensor_dtype  # PyTorch's rule: the 0-dim operand does not promote
+    standin.standin_reset()
+    got = npu(ops.gelu_backward_v2.default, g, x, "none")
+    assert aclnn_calls(standin) == {"aclnnGeluBackwardV2": 2}
+    torch.ops.npu_standin.synchronize()  # nothing failed in the task queue
+    assert_close(got, expected)
+
+
+def test_exec_npu_cmd_ext_defers_a_rejected_call(standin, monkeypatch):
+    """What the NPU path no longer does: torch_npu's EXEC_NPU_CMD_EXT ignores the GetWorkspaceSize status, so a
+    call aclnn rejects (here a dy dtype that differs from x's) returns normally; its queued second phase runs
+    with a null executor and the 161001 surfaces at a later, unrelated operation. Without the task queue
+    (TASK_QUEUE_ENABLE=0) it is reported at the call, still as the misleading 161001."""
+    x, dy, out = torch.rand(3), torch.rand(3).half(), torch.empty(3)
+    torch.ops.npu_standin.exec_npu_cmd_ext_logit_grad(x, dy, -1.0, out)  # no error here
+    with pytest.raises(RuntimeError) as e:
+        npu(ops.logit_grad.default, x, x, -1.0)  # an unrelated, valid later call
+    assert str(e.value).splitlines()[0] == (
+        "npu stand-in task queue: an earlier asynchronous task failed: call aclnnLogitGrad failed, error code is "
+        "161001 (reported at this later operation; since the operator is called asynchronously, the stacktrace "
+        "may be inaccurate)")
+    for level in ["2"]:  # V2: both phases queued
+        monkeypatch.setenv("TASK_QUEUE_ENABLE", level)
+        torch.ops.npu_standin.exec_npu_cmd_ext_logit_grad(x, dy, -1.0, out)
+        with pytest.raises(RuntimeError, match="error code is 161001"):
+            torch.ops.npu_standin.synchronize()
+    monkeypatch.setenv("TASK_QUEUE_ENABLE", "0")
+    with pytest.raises(RuntimeError, match="^call aclnnLogitGrad failed, error code is 161001"):
+        torch.ops.npu_standin.exec_npu_cmd_ext_logit_grad(x, dy, -1.0, out)
+
+
+def test_formats_as_torch_npu_converts_them(standin):
+    """torch_npu's ConvertType passes a base-format tensor as NCL (3-D), NCHW (4-D), NCDHW (5-D), ND otherwise."""
+    standin.standin_reset()
+    g, x, w = prelu_inputs(torch.float32)  # 3-D self and grad_output, 1-D weight
+    npu(ops.prelu_backward.default, g, x, w)
+    sg, sy, smask = softmax_inputs(torch.float32)
+    npu(ops.scaled_masked_softmax_backward.default, sg, sy, smask, 1.0, False)
+    g5 = torch.randn(2, 1, 3, 2, 4)
+    npu(ops.gelu_backward_v2.default, g5, g5, "none")
+    formats = {key: standin.standin_calls(key.encode()) for key in
+               [f"format {code} rank {rank}" for code in (0, 2, 30, 47) for rank in (1, 3, 4, 5)]}
+    assert {k: v for k, v in formats.items() if v} == {
+        "format 47 rank 3": 3, "format 2 rank 1": 2, "format 0 rank 4": 4, "format 30 rank 5": 3}
+
+
+def run_scenario(scenario, **env):
+    """(steps by name, a repeated step as "<name>#2"; the fallback warnings, from stderr)."""
+    script = os.path.join(os.path.dirname(__file__), "npu_stub", "standin_scenarios.py")
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("NPU_EXT_STANDIN_", "NPU_EXT_NO_CPU"))}
+    full_env.update(env)
+    proc = subprocess.run([sys.executable, script, scenario], env=full_env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    steps = {}
+    for step in json.loads(proc.stdout.splitlines()[-1]):
+        steps[step["step"] + ("#2" if step["step"] in steps else "")] = step
+    warnings = [line.split("Warning: ", 1)[1].rsplit(" (function ", 1)[0]
+                for line in proc.stderr.splitlines() if "Warning: npu_ext." in line]
+    return steps, warnings
+
+
+def fallback_warning(op, reason):
+    return (f"npu_ext.{op}: {reason}; running the CPU kernel on host copies instead (slow; warned once per "
+            "operator; NPU_EXT_NO_CPU_FALLBACK=1 makes this an error)")
+
+
+OLD_SOC = "has no kernel for this SoC (Ascend910A; it needs an Atlas A2/A3 (Ascend910B*, Ascend910_93*) or Ascend950)"
+
+
+def test_missing_entry_points_fall_back(standin):
+    """A CANN without aclnnLogitGrad: the CPU kernel on host copies, one warning. Without
+    aclnnGroupedBiasAddGradV2 (CANN < 8.5): counts become cumulative ends for aclnnGroupedBiasAddGrad."""
+    steps, warnings = run_scenario("missing", NPU_EXT_STANDIN_MISSING="aclnnLogitGrad,aclnnGroupedBiasAddGradV2")
+    assert warnings == [fallback_warning("logit_grad", "aclnnLogitGrad is not in this CANN's operator libraries "
+                                                      "(aclnnLogitGradGetWorkspaceSize not found)")]  # once
+    for name in ["logit_grad", "logit_grad#2"]:
+        assert steps[name] == dict(step="logit_grad", equal=True, close=True, aclnn={}, queue_clean=True)
+    grouped = steps["grouped_counts"]
+    assert grouped["close"] and grouped["aclnn"] == {"aclnnGroupedBiasAddGrad": 2}
+
+
+def test_old_soc_falls_back_or_raises_at_the_call(standin):
+    """An Ascend910A (before A2): the A2/A3-only operators fall back to the CPU; GeluBackwardV2 and PreluBackward
+    run there but reject bf16, which is raised at the call with aclnn's status and reason (nothing queued)."""
+    steps, warnings = run_scenario("old_soc", NPU_EXT_STANDIN_SOC="Ascend910A")
+    assert warnings == [fallback_warning("scaled_masked_softmax_backward", "aclnnScaledMaskedSoftmaxBackward " + OLD_SOC),
+                        fallback_warning("logit_grad", "aclnnLogitGrad " + OLD_SOC)]
+    assert steps["softmax"] == dict(step="softmax", equal=True, close=True, aclnn={}, queue_clean=True)
+    assert steps["logit_grad"] == dict(step="logit_grad", equal=True, close=True, aclnn={}, queue_clean=True)
+    assert steps["logit_grad_captured"]["error"] == (  # the fallback's host copies cannot be captured
+        "npu_ext.logit_grad: the CPU fallback (aclnnLogitGrad " + OLD_SOC + ") needs the host, which is not possible "
+        "while the NPU stream is being captured into a graph (aclgraph, torch.compile mode=\"reduce-overhead\"): "
+        "call it outside the captured region")
+    assert steps["gelu_fp32"]["close"] and steps["gelu_fp32"]["aclnn"] == {"aclnnGeluBackwardV2": 2}
+    assert steps["gelu_bf16"] == dict(
+        step="gelu_bf16", aclnn={"aclnnGeluBackwardV2": 1}, queue_clean=True,
+        error="npu_ext.gelu_backward_v2: aclnnGeluBackwardV2GetWorkspaceSize rejected the call with status 161002 "
+              "(ACLNN_ERR_PARAM_INVALID); nothing was queued. aclnn says: Input dtype of gelu is not support "
+              "bfloat16 in current socversion.")
+    assert steps["prelu_bf16"] == dict(
+        step="prelu_bf16", aclnn={"aclnnPreluBackward": 1}, queue_clean=True,
+        error="npu_ext.prelu_backward: aclnnPreluBackwardGetWorkspaceSize rejected the call with status 161002 "
+              "(ACLNN_ERR_PARAM_INVALID); nothing was queued. aclnn says: self dtype BFLOAT16 not in the dtype "
+              "support list of this SoC (FLOAT, FLOAT16).")
+
+
+def test_no_cpu_fallback_switch(standin):
+    steps, warnings = run_scenario("no_fallback", NPU_EXT_STANDIN_MISSING="aclnnLogitGrad",
+                                   NPU_EXT_NO_CPU_FALLBACK="1")
+    assert warnings == []
+    assert steps["logit_grad"] == dict(step="logit_grad", aclnn={}, queue_clean=True, error=(
+        "npu_ext.logit_grad: aclnnLogitGrad is not in this CANN's operator libraries (aclnnLogitGradGetWorkspaceSize "
+        "not found), and NPU_EXT_NO_CPU_FALLBACK=1 forbids running it on the CPU instead"))
+    assert steps["gelu_fp32"]["close"]  # available operators are unaffected
+
+
+def test_host_work_is_refused_during_graph_capture(standin):
+    """aclgraph (torch.compile mode="reduce-overhead") captures the NPU stream: a host copy of group_idx would
+    synchronise it and a replay would not re-validate new values, so it is a clear error; ops without host work
+    are captured as usual."""
+    gy, idx = torch.randn(10, 4), torch.tensor([3, 3, 10])
+    torch.ops.npu_standin.set_capturing(True)
+    try:
+        with pytest.raises(RuntimeError) as e:
+            npu(ops.grouped_bias_add_grad.default, gy, idx, 0)
+        assert str(e.value).splitlines()[0] == (
+            "npu_ext.grouped_bias_add_grad: validating group_idx (aclnn checks none of its values) needs the host, "
+            "which is not possible while the NPU stream is being captured into a graph (aclgraph, torch.compile "
+            "mode=\"reduce-overhead\"): call it outside the captured region")
+        gy3 = torch.randn(3, 4, 5)
+        assert_close(npu(ops.grouped_bias_add_grad.default, gy3, None, 0), ops.grouped_bias_add_grad(gy3, None, 0))
+        x, dy = logit_inputs(torch.float32)
+        assert_close(npu(ops.logit_grad.default, x, dy, -1.0), ops.logit_grad(x, dy, -1.0))
+    finally:
+        torch.ops.npu_standin.set_capturing(False)
+    assert_close(npu(ops.grouped_bias_add_grad.default, gy, idx, 0), ops.grouped_bias_add_grad(gy, idx, 0))

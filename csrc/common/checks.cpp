@@ -154,10 +154,10 @@ GeluBackwardMeta check_gelu_backward_v2(const at::Tensor& grad_output, const at:
   check_same_device(op, "self", self, "grad_output", grad_output);
   check_float(op, "grad_output", grad_output);
   check_float(op, "self", self);
-  NPU_EXT_CHECK(broadcast_shapes(grad_output.sym_sizes(), self.sym_sizes(), meta.shape), op, "grad_output of shape ",
+  NPU_EXT_CHECK(broadcast_shapes(grad_output.sym_sizes(), self.sym_sizes(), meta.grad_input.shape), op, "grad_output of shape ",
                 shape_str(grad_output.sym_sizes()), " and self of shape ", shape_str(self.sym_sizes()),
                 " do not broadcast");
-  meta.dtype = at::result_type(grad_output, self);
+  meta.grad_input.dtype = at::result_type(grad_output, self);
   return meta;
 }
 
@@ -180,6 +180,8 @@ PreluBackwardMeta check_prelu_backward(const at::Tensor& grad_output, const at::
   PreluBackwardMeta meta;
   meta.channels = check_prelu_weight(op, self, weight);
   meta.per_channel = weight.sym_numel() != 1;
+  meta.grad_input = {self.sym_sizes().vec(), self.scalar_type()};
+  meta.grad_weight = {weight.sym_sizes().vec(), weight.scalar_type()};
   return meta;
 }
 
@@ -192,6 +194,7 @@ GroupedBiasAddGradMeta check_grouped_bias_add_grad(const at::Tensor& grad_y,
   GroupedBiasAddGradMeta meta;
   meta.groups = check_grouping(op, "grad_y", grad_y, group_idx, group_idx_type);
   meta.hidden = grad_y.sym_size(-1);
+  meta.out = {{meta.groups, meta.hidden}, grad_y.scalar_type()};
   return meta;
 }
 
@@ -227,8 +230,9 @@ std::vector<int64_t> group_offsets(const char* op, const char* rows_name, const 
 }
 
 // ---------------------------------------------------------------------------------------------------------
-void check_scaled_masked_softmax_backward(const at::Tensor& grad_output, const at::Tensor& y,
-                                          const at::Tensor& mask, bool fix_triu_mask) {
+ScaledMaskedSoftmaxBackwardMeta check_scaled_masked_softmax_backward(const at::Tensor& grad_output,
+                                                                     const at::Tensor& y, const at::Tensor& mask,
+                                                                     bool fix_triu_mask) {
   constexpr const char* op = "scaled_masked_softmax_backward";
   check_same_device(op, "y", y, "grad_output", grad_output);
   check_float(op, "grad_output", grad_output);
@@ -237,10 +241,11 @@ void check_scaled_masked_softmax_backward(const at::Tensor& grad_output, const a
   NPU_EXT_CHECK(y.sym_sizes() == grad_output.sym_sizes(), op, "y must have the shape of grad_output ",
                 shape_str(grad_output.sym_sizes()), ", but got ", shape_str(y.sym_sizes()));
   check_softmax_operands(op, "grad_output", grad_output, mask, fix_triu_mask);
+  return {{grad_output.sym_sizes().vec(), grad_output.scalar_type()}};
 }
 
 // ---------------------------------------------------------------------------------------------------------
-void check_logit_grad(const at::Tensor& x, const at::Tensor& dy) {
+LogitGradMeta check_logit_grad(const at::Tensor& x, const at::Tensor& dy) {
   constexpr const char* op = "logit_grad";
   check_same_device(op, "dy", dy, "x", x);
   check_float(op, "x", x);
@@ -248,6 +253,7 @@ void check_logit_grad(const at::Tensor& x, const at::Tensor& dy) {
   check_max_rank(op, "x", x, kMaxRank);
   NPU_EXT_CHECK(dy.sym_sizes() == x.sym_sizes(), op, "dy must have the shape of x ", shape_str(x.sym_sizes()), ", but got ",
                 shape_str(dy.sym_sizes()));
+  return {{x.sym_sizes().vec(), x.scalar_type()}};
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -310,6 +316,15 @@ void check_out(const char* op, const char* name, const at::Tensor& out, c10::Sym
                 ", but got ", dtype_name(out.scalar_type()));
   NPU_EXT_CHECK(out.sym_sizes() == shape, op, "output ", name, " must have shape ", shape_str(shape), ", but got ",
                 shape_str(out.sym_sizes()));
+}
+
+void check_out(const char* op, const char* name, const at::Tensor& out, const OutputSpec& spec,
+               const at::Tensor& like) {
+  check_out(op, name, out, spec.shape, spec.dtype, like);
+}
+
+at::Tensor new_output(const OutputSpec& spec, const at::Tensor& like) {
+  return at::empty_symint(spec.shape, like.options().dtype(spec.dtype));
 }
 
 }  // namespace npu_ext

@@ -24,13 +24,19 @@ constexpr int64_t kMaxRank = 8;
 constexpr int64_t kMaxSoftmaxLastDim = 4096;
 constexpr int64_t kMaxGroups = 2048;
 
+// The shape and dtype of one output. Each backward op's check returns the spec of every output, and the CPU,
+// Meta and NPU kernels all allocate (new_output) and validate `.out` tensors (check_out) from it.
+struct OutputSpec {
+  std::vector<c10::SymInt> shape;
+  at::ScalarType dtype;
+};
+
 // ---------------------------------------------------------------------------------------------------------
 // gelu_backward_v2
 enum class GeluApproximate { None, Tanh };
 
 struct GeluBackwardMeta {
-  std::vector<c10::SymInt> shape;  // broadcast(grad_output, self)
-  at::ScalarType dtype;        // result_type(grad_output, self)
+  OutputSpec grad_input;  // broadcast(grad_output, self), result_type(grad_output, self)
   GeluApproximate approximate;
 };
 
@@ -42,6 +48,8 @@ GeluBackwardMeta check_gelu_backward_v2(const at::Tensor& grad_output, const at:
 struct PreluBackwardMeta {
   c10::SymInt channels;  // C = self.size(1) if self.dim() > 1 else 1
   bool per_channel;  // weight has C elements (and C > 1 or weight.numel() != 1)
+  OutputSpec grad_input;   // self's shape and dtype
+  OutputSpec grad_weight;  // weight's shape and dtype
 };
 
 PreluBackwardMeta check_prelu_backward(const at::Tensor& grad_output, const at::Tensor& self,
@@ -52,6 +60,7 @@ PreluBackwardMeta check_prelu_backward(const at::Tensor& grad_output, const at::
 struct GroupedBiasAddGradMeta {
   c10::SymInt groups;  // G
   c10::SymInt hidden;  // H
+  OutputSpec out;      // (G, H), grad_y's dtype
 };
 
 // Shapes, dtypes and group_idx_type. Needs no tensor data, so it is also the Meta check.
@@ -67,12 +76,21 @@ std::vector<int64_t> group_offsets(const char* op, const char* rows_name, const 
 
 // ---------------------------------------------------------------------------------------------------------
 // scaled_masked_softmax_backward
-void check_scaled_masked_softmax_backward(const at::Tensor& grad_output, const at::Tensor& y,
-                                          const at::Tensor& mask, bool fix_triu_mask);
+struct ScaledMaskedSoftmaxBackwardMeta {
+  OutputSpec out;  // grad_output's shape and dtype
+};
+
+ScaledMaskedSoftmaxBackwardMeta check_scaled_masked_softmax_backward(const at::Tensor& grad_output,
+                                                                     const at::Tensor& y, const at::Tensor& mask,
+                                                                     bool fix_triu_mask);
 
 // ---------------------------------------------------------------------------------------------------------
 // logit_grad
-void check_logit_grad(const at::Tensor& x, const at::Tensor& dy);
+struct LogitGradMeta {
+  OutputSpec dx;  // x's shape and dtype
+};
+
+LogitGradMeta check_logit_grad(const at::Tensor& x, const at::Tensor& dy);
 
 // ---------------------------------------------------------------------------------------------------------
 // Forward ops (torch_ext.gelu & co.; their gradients are the backward ops above). Same rules and message
@@ -104,6 +122,11 @@ void check_grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c
 // the inputs' device. (No resizing: a wrong output is a caller bug worth reporting.)
 void check_out(const char* op, const char* name, const at::Tensor& out, c10::SymIntArrayRef shape,
                at::ScalarType dtype, const at::Tensor& like);
+void check_out(const char* op, const char* name, const at::Tensor& out, const OutputSpec& spec,
+               const at::Tensor& like);
+
+// A new (contiguous) output of the given spec on like's device.
+at::Tensor new_output(const OutputSpec& spec, const at::Tensor& like);
 
 // True when `t` is one of the floating dtypes this device supports (fp16/bf16/fp32, plus fp64 off-NPU).
 bool is_supported_float(const at::Tensor& t);

@@ -24,7 +24,7 @@ void compute(const at::Tensor& grad_output, const at::Tensor& self, const GeluBa
 
 at::Tensor gelu_backward_v2(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
   const auto meta = check_gelu_backward_v2(grad_output, self, approximate);
-  at::Tensor grad_input = at::empty_symint(meta.shape, grad_output.options().dtype(meta.dtype));
+  at::Tensor grad_input = new_output(meta.grad_input, grad_output);
   compute(grad_output, self, meta, grad_input);
   return grad_input;
 }
@@ -32,7 +32,7 @@ at::Tensor gelu_backward_v2(const at::Tensor& grad_output, const at::Tensor& sel
 void gelu_backward_v2_out(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate,
                           const at::Tensor& grad_input) {
   const auto meta = check_gelu_backward_v2(grad_output, self, approximate);
-  check_out("gelu_backward_v2", "grad_input", grad_input, meta.shape, meta.dtype, self);
+  check_out("gelu_backward_v2", "grad_input", grad_input, meta.grad_input, self);
   compute(grad_output, self, meta, grad_input);
 }
 

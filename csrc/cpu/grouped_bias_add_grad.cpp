@@ -44,7 +44,7 @@ at::Tensor grouped_bias_add_grad(const at::Tensor& grad_y, const c10::optional<a
                                  int64_t group_idx_type) {
   const auto meta = check_grouped_bias_add_grad(grad_y, group_idx, group_idx_type);
   const auto layout = layout_of(grad_y, group_idx, group_idx_type, meta);
-  at::Tensor out = at::empty_symint({meta.groups, meta.hidden}, grad_y.options());
+  at::Tensor out = new_output(meta.out, grad_y);
   compute(grad_y, group_idx, layout, out);
   return out;
 }
@@ -52,7 +52,7 @@ at::Tensor grouped_bias_add_grad(const at::Tensor& grad_y, const c10::optional<a
 void grouped_bias_add_grad_out(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx,
                                int64_t group_idx_type, const at::Tensor& out) {
   const auto meta = check_grouped_bias_add_grad(grad_y, group_idx, group_idx_type);
-  check_out("grouped_bias_add_grad", "out", out, {meta.groups, meta.hidden}, grad_y.scalar_type(), grad_y);
+  check_out("grouped_bias_add_grad", "out", out, meta.out, grad_y);
   const auto layout = layout_of(grad_y, group_idx, group_idx_type, meta);
   compute(grad_y, group_idx, layout, out);
 }

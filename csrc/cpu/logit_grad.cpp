@@ -16,15 +16,15 @@ void compute(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Te
 }
 
 at::Tensor logit_grad(const at::Tensor& x, const at::Tensor& dy, double eps) {
-  check_logit_grad(x, dy);
-  at::Tensor dx = at::empty(x.sizes(), x.options());
+  const auto meta = check_logit_grad(x, dy);
+  at::Tensor dx = new_output(meta.dx, x);
   compute(x, dy, eps, dx);
   return dx;
 }
 
 void logit_grad_out(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
-  check_logit_grad(x, dy);
-  check_out("logit_grad", "dx", dx, x.sym_sizes(), x.scalar_type(), x);
+  const auto meta = check_logit_grad(x, dy);
+  check_out("logit_grad", "dx", dx, meta.dx, x);
   compute(x, dy, eps, dx);
 }
 

@@ -34,8 +34,8 @@ void compute(const at::Tensor& grad_output, const at::Tensor& self, const at::Te
 std::tuple<at::Tensor, at::Tensor> prelu_backward(const at::Tensor& grad_output, const at::Tensor& self,
                                                   const at::Tensor& weight) {
   const auto meta = check_prelu_backward(grad_output, self, weight);
-  at::Tensor grad_input = at::empty(self.sizes(), self.options());
-  at::Tensor grad_weight = at::empty(weight.sizes(), weight.options());
+  at::Tensor grad_input = new_output(meta.grad_input, self);
+  at::Tensor grad_weight = new_output(meta.grad_weight, weight);
   compute(grad_output, self, weight, meta, grad_input, grad_weight);
   return {grad_input, grad_weight};
 }
@@ -43,8 +43,8 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward(const at::Tensor& grad_output,
 void prelu_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight,
                         const at::Tensor& grad_input, const at::Tensor& grad_weight) {
   const auto meta = check_prelu_backward(grad_output, self, weight);
-  check_out("prelu_backward", "grad_input", grad_input, self.sym_sizes(), self.scalar_type(), self);
-  check_out("prelu_backward", "grad_weight", grad_weight, weight.sym_sizes(), weight.scalar_type(), self);
+  check_out("prelu_backward", "grad_input", grad_input, meta.grad_input, self);
+  check_out("prelu_backward", "grad_weight", grad_weight, meta.grad_weight, self);
   compute(grad_output, self, weight, meta, grad_input, grad_weight);
 }
 

@@ -20,16 +20,16 @@ void compute(const at::Tensor& grad_output, const at::Tensor& y, const at::Tenso
 
 at::Tensor scaled_masked_softmax_backward(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask,
                                           double scale, bool fix_triu_mask) {
-  check_scaled_masked_softmax_backward(grad_output, y, mask, fix_triu_mask);
-  at::Tensor out = at::empty(grad_output.sizes(), grad_output.options());
+  const auto meta = check_scaled_masked_softmax_backward(grad_output, y, mask, fix_triu_mask);
+  at::Tensor out = new_output(meta.out, grad_output);
   compute(grad_output, y, mask, scale, fix_triu_mask, out);
   return out;
 }
 
 void scaled_masked_softmax_backward_out(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask,
                                         double scale, bool fix_triu_mask, const at::Tensor& out) {
-  check_scaled_masked_softmax_backward(grad_output, y, mask, fix_triu_mask);
-  check_out("scaled_masked_softmax_backward", "out", out, grad_output.sym_sizes(), grad_output.scalar_type(),
+  const auto meta = check_scaled_masked_softmax_backward(grad_output, y, mask, fix_triu_mask);
+  check_out("scaled_masked_softmax_backward", "out", out, meta.out,
             grad_output);
   compute(grad_output, y, mask, scale, fix_triu_mask, out);
 }

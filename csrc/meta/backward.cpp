@@ -13,61 +13,57 @@ namespace {
 
 at::Tensor gelu_backward_v2(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
   const auto meta = check_gelu_backward_v2(grad_output, self, approximate);
-  return at::empty_symint(meta.shape, grad_output.options().dtype(meta.dtype));
+  return new_output(meta.grad_input, grad_output);
 }
 
 void gelu_backward_v2_out(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate,
                           const at::Tensor& grad_input) {
   const auto meta = check_gelu_backward_v2(grad_output, self, approximate);
-  check_out("gelu_backward_v2", "grad_input", grad_input, meta.shape, meta.dtype, self);
+  check_out("gelu_backward_v2", "grad_input", grad_input, meta.grad_input, self);
 }
 
 std::tuple<at::Tensor, at::Tensor> prelu_backward(const at::Tensor& grad_output, const at::Tensor& self,
                                                   const at::Tensor& weight) {
-  check_prelu_backward(grad_output, self, weight);
-  return {at::empty_symint(self.sym_sizes(), self.options()), at::empty_symint(weight.sym_sizes(), weight.options())};
+  const auto meta = check_prelu_backward(grad_output, self, weight);
+  return {new_output(meta.grad_input, self), new_output(meta.grad_weight, weight)};
 }
 
 void prelu_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight,
                         const at::Tensor& grad_input, const at::Tensor& grad_weight) {
-  check_prelu_backward(grad_output, self, weight);
-  check_out("prelu_backward", "grad_input", grad_input, self.sym_sizes(), self.scalar_type(), self);
-  check_out("prelu_backward", "grad_weight", grad_weight, weight.sym_sizes(), weight.scalar_type(), self);
+  const auto meta = check_prelu_backward(grad_output, self, weight);
+  check_out("prelu_backward", "grad_input", grad_input, meta.grad_input, self);
+  check_out("prelu_backward", "grad_weight", grad_weight, meta.grad_weight, self);
 }
 
 at::Tensor grouped_bias_add_grad(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx,
                                  int64_t group_idx_type) {
   const auto meta = check_grouped_bias_add_grad(grad_y, group_idx, group_idx_type);
-  return at::empty_symint({meta.groups, meta.hidden}, grad_y.options());
+  return new_output(meta.out, grad_y);
 }
 
 void grouped_bias_add_grad_out(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx,
                                int64_t group_idx_type, const at::Tensor& out) {
   const auto meta = check_grouped_bias_add_grad(grad_y, group_idx, group_idx_type);
-  check_out("grouped_bias_add_grad", "out", out, {meta.groups, meta.hidden}, grad_y.scalar_type(), grad_y);
+  check_out("grouped_bias_add_grad", "out", out, meta.out, grad_y);
 }
 
 at::Tensor scaled_masked_softmax_backward(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask,
                                           double scale, bool fix_triu_mask) {
-  check_scaled_masked_softmax_backward(grad_output, y, mask, fix_triu_mask);
-  return at::empty_symint(grad_output.sym_sizes(), grad_output.options());
+  return new_output(check_scaled_masked_softmax_backward(grad_output, y, mask, fix_triu_mask).out, grad_output);
 }
 
 void scaled_masked_softmax_backward_out(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask,
                                         double scale, bool fix_triu_mask, const at::Tensor& out) {
-  check_scaled_masked_softmax_backward(grad_output, y, mask, fix_triu_mask);
-  check_out("scaled_masked_softmax_backward", "out", out, grad_output.sym_sizes(), grad_output.scalar_type(),
-            grad_output);
+  const auto meta = check_scaled_masked_softmax_backward(grad_output, y, mask, fix_triu_mask);
+  check_out("scaled_masked_softmax_backward", "out", out, meta.out, grad_output);
 }
 
 at::Tensor logit_grad(const at::Tensor& x, const at::Tensor& dy, double eps) {
-  check_logit_grad(x, dy);
-  return at::empty_symint(x.sym_sizes(), x.options());
+  return new_output(check_logit_grad(x, dy).dx, x);
 }
 
 void logit_grad_out(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
-  check_logit_grad(x, dy);
-  check_out("logit_grad", "dx", dx, x.sym_sizes(), x.scalar_type(), x);
+  check_out("logit_grad", "dx", dx, check_logit_grad(x, dy).dx, x);
 }
 
 }  // namespace

@@ -2,9 +2,12 @@
 //   group_idx_type 0 (cumulative end offsets) or no group_idx: aclnnGroupedBiasAddGrad(gradY, groupIdxOptional, out)
 //   group_idx_type 1 (per-group counts):                       aclnnGroupedBiasAddGradV2(gradY, groupIdxOptional,
 //                                                                                         int64 groupIdxType, out)
+// Both copy into a strided `out` themselves; kernels exist on Atlas A2/A3 and Ascend950 only, and V2 only from
+// CANN 8.5: without V2, counts are turned into cumulative ends (from the validated host offsets) for V1.
 // aclnn checks none of the group_idx values (and reads out of bounds on bad ones), so a host copy of group_idx
-// is validated by the shared group_offsets() before the call. Groups with no rows are sums over nothing: the
-// output is zero-filled first, since aclnn leaves such rows untouched.
+// is validated by the shared group_offsets() before the call. The A2 kernel zero-fills empty groups; the output
+// is still zero-filled first when some group is empty (a cheap guard for kernels not audited), and always when
+// grad_y is empty (aclnn returns early then and leaves `out` untouched).
 #include "npu/npu_common.h"
 
 #include <vector>
@@ -14,48 +17,87 @@ namespace {
 
 constexpr const char* kOp = "grouped_bias_add_grad";
 
-// Returns true when some group has no rows (or there are no rows at all).
-bool validate(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx, int64_t group_idx_type,
-              GroupedBiasAddGradMeta& meta) {
-  meta = check_grouped_bias_add_grad(grad_y, group_idx, group_idx_type);
+const npu::AclnnApi& api_v1() {
+  static const npu::AclnnApi a(kOp, "aclnnGroupedBiasAddGrad", npu::SocNeed::A2A3Ascend950);
+  return a;
+}
+
+const npu::AclnnApi& api_v2() {
+  static const npu::AclnnApi a(kOp, "aclnnGroupedBiasAddGradV2", npu::SocNeed::A2A3Ascend950);
+  return a;
+}
+
+struct Validated {
+  GroupedBiasAddGradMeta meta;
+  std::vector<int64_t> offsets;  // G + 1 row offsets (with group_idx)
+  bool has_empty_group = false;
+};
+
+Validated validate(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx, int64_t group_idx_type) {
+  Validated v;
+  v.meta = check_grouped_bias_add_grad(grad_y, group_idx, group_idx_type);
   check_npu_float(kOp, "grad_y", grad_y);
-  if (!group_idx.has_value()) return grad_y.size(1) == 0;
-  const std::vector<int64_t> offsets = group_offsets(kOp, "grad_y", group_idx->cpu(), group_idx_type, grad_y.size(0));
-  for (size_t j = 0; j + 1 < offsets.size(); ++j) {
-    if (offsets[j + 1] == offsets[j]) return true;
+  if (!group_idx.has_value()) {
+    v.has_empty_group = grad_y.size(1) == 0;
+    return v;
   }
-  return false;
+  npu::check_not_capturing(kOp, "validating group_idx (aclnn checks none of its values)");
+  v.offsets = group_offsets(kOp, "grad_y", group_idx->cpu(), group_idx_type, grad_y.size(0));
+  for (size_t j = 0; j + 1 < v.offsets.size(); ++j) {
+    if (v.offsets[j + 1] == v.offsets[j]) v.has_empty_group = true;
+  }
+  return v;
 }
 
 void run(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx, int64_t group_idx_type,
-         bool has_empty_group, const at::Tensor& out) {
+         const Validated& v, const at::Tensor& out) {
   if (out.numel() == 0) return;
-  if (has_empty_group) out.zero_();
-  if (grad_y.numel() == 0) return;
-  if (group_idx.has_value() && group_idx_type == 1) {
-    EXEC_NPU_CMD_EXT(aclnnGroupedBiasAddGradV2, grad_y, group_idx, group_idx_type, out);
-  } else {
-    EXEC_NPU_CMD_EXT(aclnnGroupedBiasAddGrad, grad_y, group_idx, out);
+  npu::OutSlot slot(out, npu::OutWrite::Strided, {grad_y});
+  if (v.has_empty_group || grad_y.numel() == 0) slot.target().zero_();
+  if (grad_y.numel() != 0) {
+    const bool counts = group_idx.has_value() && group_idx_type == 1;
+    const bool use_v2 = counts && (api_v2().available() || !api_v1().available());
+    const npu::AclnnApi& api = use_v2 ? api_v2() : api_v1();
+    npu::run_op(
+        api,
+        [&] {
+          if (use_v2) {
+            int64_t type = group_idx_type;
+            npu::launch(api, grad_y, group_idx, type, slot.target());
+          } else if (counts) {  // CANN without V2: the cumulative ends of the validated counts
+            c10::optional<at::Tensor> ends = at::tensor(std::vector<int64_t>(v.offsets.begin() + 1, v.offsets.end()),
+                                                        at::TensorOptions().dtype(at::kLong))
+                                                 .to(grad_y.device());
+            npu::launch(api, grad_y, ends, slot.target());
+          } else {
+            npu::launch(api, grad_y, group_idx, slot.target());
+          }
+        },
+        [&] {
+          static const auto cpu =
+              npu::cpu_op<at::Tensor(const at::Tensor&, const c10::optional<at::Tensor>&, int64_t)>(
+                  "npu_ext::grouped_bias_add_grad");
+          slot.target().copy_(cpu.call(grad_y.cpu(), npu::cpu_copy(group_idx), group_idx_type));
+        });
   }
+  slot.finish();
 }
 
 at::Tensor grouped_bias_add_grad(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx,
                                  int64_t group_idx_type) {
-  GroupedBiasAddGradMeta meta;
-  const bool has_empty_group = validate(grad_y, group_idx, group_idx_type, meta);
+  const Validated v = validate(grad_y, group_idx, group_idx_type);
   c10::OptionalDeviceGuard guard(grad_y.device());
-  at::Tensor out = at::empty_symint({meta.groups, meta.hidden}, grad_y.options());
-  run(grad_y, group_idx, group_idx_type, has_empty_group, out);
+  at::Tensor out = new_output(v.meta.out, grad_y);
+  run(grad_y, group_idx, group_idx_type, v, out);
   return out;
 }
 
 void grouped_bias_add_grad_out(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx,
                                int64_t group_idx_type, const at::Tensor& out) {
-  GroupedBiasAddGradMeta meta;
-  const bool has_empty_group = validate(grad_y, group_idx, group_idx_type, meta);
-  check_out(kOp, "out", out, {meta.groups, meta.hidden}, grad_y.scalar_type(), grad_y);
+  const Validated v = validate(grad_y, group_idx, group_idx_type);
+  check_out(kOp, "out", out, v.meta.out, grad_y);
   c10::OptionalDeviceGuard guard(grad_y.device());
-  run(grad_y, group_idx, group_idx_type, has_empty_group, out);
+  run(grad_y, group_idx, group_idx_type, v, out);
 }
 
 }  // namespace

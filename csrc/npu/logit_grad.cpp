@@ -1,4 +1,7 @@
 // npu_ext::logit_grad on the NPU (PrivateUse1): aclnnLogitGrad(x, dy, double eps, out). Note: x before dy.
+// The generated aclnnLogitGrad makes only its inputs contiguous and writes `out` densely from its storage
+// offset, so a non-contiguous `.out` is computed into a temporary and copied back. Kernels exist on Atlas
+// A2/A3 and Ascend950 only (ops-nn loss/logit_grad/op_host/logit_grad_def.cpp).
 #include "npu/npu_common.h"
 
 namespace npu_ext {
@@ -6,28 +9,42 @@ namespace {
 
 constexpr const char* kOp = "logit_grad";
 
-void validate(const at::Tensor& x, const at::Tensor& dy) {
-  check_logit_grad(x, dy);
+const npu::AclnnApi& api() {
+  static const npu::AclnnApi a(kOp, "aclnnLogitGrad", npu::SocNeed::A2A3Ascend950);
+  return a;
+}
+
+LogitGradMeta validate(const at::Tensor& x, const at::Tensor& dy) {
+  auto meta = check_logit_grad(x, dy);
   check_npu_float(kOp, "x", x);
   check_npu_float(kOp, "dy", dy);
+  return meta;
 }
 
 void run(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
   if (dx.numel() == 0) return;  // nothing to compute
-  EXEC_NPU_CMD_EXT(aclnnLogitGrad, x, dy, eps, dx);
+  npu::OutSlot out(dx, npu::OutWrite::Dense, {x, dy});
+  npu::run_op(
+      api(), [&] { npu::launch(api(), x, dy, eps, out.target()); },
+      [&] {
+        static const auto cpu =
+            npu::cpu_op<at::Tensor(const at::Tensor&, const at::Tensor&, double)>("npu_ext::logit_grad");
+        out.target().copy_(cpu.call(x.cpu(), dy.cpu(), eps));
+      });
+  out.finish();
 }
 
 at::Tensor logit_grad(const at::Tensor& x, const at::Tensor& dy, double eps) {
-  validate(x, dy);
+  const auto meta = validate(x, dy);
   c10::OptionalDeviceGuard guard(x.device());
-  at::Tensor dx = at::empty(x.sizes(), x.options());
+  at::Tensor dx = new_output(meta.dx, x);
   run(x, dy, eps, dx);
   return dx;
 }
 
 void logit_grad_out(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
-  validate(x, dy);
-  check_out(kOp, "dx", dx, x.sym_sizes(), x.scalar_type(), x);
+  const auto meta = validate(x, dy);
+  check_out(kOp, "dx", dx, meta.dx, x);
   c10::OptionalDeviceGuard guard(x.device());
   run(x, dy, eps, dx);
 }

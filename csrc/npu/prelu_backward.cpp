@@ -1,22 +1,29 @@
 // npu_ext::prelu_backward on the NPU (PrivateUse1): aclnnPreluBackward(gradOutput, self, weight, gradInput,
-// gradWeight). aclnn broadcasts gradOutput to self's shape itself. It wants gradWeight 1-D [C] when weight has
-// more than one element (and weight's own shape when it has one), so a multi-dimensional weight gets a 1-D
-// gradient buffer that is copied back. An empty self is a reduction over nothing: grad_weight is zero-filled
-// here, since aclnn would leave it untouched.
+// gradWeight). aclnn broadcasts gradOutput to self's shape and copies into strided outputs itself. It wants
+// gradWeight 1-D [C] when weight has more than one element (and weight's own shape when it has one), so a
+// multi-dimensional weight gets a 1-D gradient buffer that is copied back. An empty self is a reduction over
+// nothing: grad_weight is zero-filled here, since aclnn returns early and leaves it untouched.
 #include "npu/npu_common.h"
 
 #include <tuple>
+#include <vector>
 
 namespace npu_ext {
 namespace {
 
 constexpr const char* kOp = "prelu_backward";
 
-void validate(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
-  check_prelu_backward(grad_output, self, weight);
+const npu::AclnnApi& api() {
+  static const npu::AclnnApi a(kOp, "aclnnPreluBackward", npu::SocNeed::Any);
+  return a;
+}
+
+PreluBackwardMeta validate(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
+  auto meta = check_prelu_backward(grad_output, self, weight);
   check_npu_float(kOp, "self", self);
   check_npu_float(kOp, "grad_output", grad_output);
   check_npu_float(kOp, "weight", weight);
+  return meta;
 }
 
 void run(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight,
@@ -25,27 +32,38 @@ void run(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor
     grad_weight.zero_();  // a sum over nothing; grad_input is empty
     return;
   }
-  const bool needs_1d = weight.numel() != 1 && grad_weight.dim() != 1;
-  at::Tensor grad_weight_1d = needs_1d ? at::empty({weight.numel()}, grad_weight.options()) : grad_weight;
-  EXEC_NPU_CMD_EXT(aclnnPreluBackward, grad_output, self, weight, grad_input, grad_weight_1d);
-  if (needs_1d) grad_weight.copy_(grad_weight_1d.view(grad_weight.sizes()));
+  const std::vector<int64_t> gw_shape = weight.numel() != 1 ? std::vector<int64_t>{weight.numel()} : weight.sizes().vec();
+  npu::OutSlot gi(grad_input, npu::OutWrite::Strided, {grad_output, self, weight});
+  npu::OutSlot gw(grad_weight, npu::OutWrite::Strided, {grad_output, self, weight, grad_input}, gw_shape);
+  npu::run_op(
+      api(), [&] { npu::launch(api(), grad_output, self, weight, gi.target(), gw.target()); },
+      [&] {
+        static const auto cpu =
+            npu::cpu_op<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&)>(
+                "npu_ext::prelu_backward");
+        const auto r = cpu.call(grad_output.cpu(), self.cpu(), weight.cpu());
+        gi.target().copy_(std::get<0>(r));
+        gw.target().copy_(std::get<1>(r).reshape(gw.target().sizes()));
+      });
+  gi.finish();
+  gw.finish();
 }
 
 std::tuple<at::Tensor, at::Tensor> prelu_backward(const at::Tensor& grad_output, const at::Tensor& self,
                                                   const at::Tensor& weight) {
-  validate(grad_output, self, weight);
+  const auto meta = validate(grad_output, self, weight);
   c10::OptionalDeviceGuard guard(self.device());
-  at::Tensor grad_input = at::empty(self.sizes(), self.options());
-  at::Tensor grad_weight = at::empty(weight.sizes(), weight.options());
+  at::Tensor grad_input = new_output(meta.grad_input, self);
+  at::Tensor grad_weight = new_output(meta.grad_weight, weight);
   run(grad_output, self, weight, grad_input, grad_weight);
   return {grad_input, grad_weight};
 }
 
 void prelu_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight,
                         const at::Tensor& grad_input, const at::Tensor& grad_weight) {
-  validate(grad_output, self, weight);
-  check_out(kOp, "grad_input", grad_input, self.sym_sizes(), self.scalar_type(), self);
-  check_out(kOp, "grad_weight", grad_weight, weight.sym_sizes(), weight.scalar_type(), self);
+  const auto meta = validate(grad_output, self, weight);
+  check_out(kOp, "grad_input", grad_input, meta.grad_input, self);
+  check_out(kOp, "grad_weight", grad_weight, meta.grad_weight, self);
   c10::OptionalDeviceGuard guard(self.device());
   run(grad_output, self, weight, grad_input, grad_weight);
 }

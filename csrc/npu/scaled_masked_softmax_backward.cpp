@@ -1,7 +1,9 @@
 // npu_ext::scaled_masked_softmax_backward on the NPU (PrivateUse1): aclnnScaledMaskedSoftmaxBackward(gradOutput,
 // y, mask, double scale, bool fixTriuMask, out). aclnn only supports fixTriuMask=false, so fix_triu_mask=True
 // builds the causal mask (True where column > row) on the device and passes it with fixTriuMask=false. aclnn
-// broadcasts a mask whose first two dims are 1 itself.
+// broadcasts a mask whose first two dims are 1 itself. It makes its inputs contiguous but writes `out` densely
+// from its storage offset, ignoring out's strides (ops-nn vfusion/scaled_masked_softmax_grad_v2), so a
+// non-contiguous `.out` is computed into a temporary and copied back. Kernels: Atlas A2/A3 and Ascend950.
 #include "npu/npu_common.h"
 
 namespace npu_ext {
@@ -9,36 +11,54 @@ namespace {
 
 constexpr const char* kOp = "scaled_masked_softmax_backward";
 
-void validate(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask, bool fix_triu_mask) {
-  check_scaled_masked_softmax_backward(grad_output, y, mask, fix_triu_mask);
+const npu::AclnnApi& api() {
+  static const npu::AclnnApi a(kOp, "aclnnScaledMaskedSoftmaxBackward", npu::SocNeed::A2A3Ascend950);
+  return a;
+}
+
+ScaledMaskedSoftmaxBackwardMeta validate(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask,
+                                         bool fix_triu_mask) {
+  auto meta = check_scaled_masked_softmax_backward(grad_output, y, mask, fix_triu_mask);
   check_npu_float(kOp, "grad_output", grad_output);
+  return meta;
 }
 
 void run(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask, double scale,
          bool fix_triu_mask, const at::Tensor& out) {
   if (out.numel() == 0) return;
-  const at::Tensor used_mask =
-      fix_triu_mask ? at::ones({1, 1, grad_output.size(2), grad_output.size(3)},
-                               grad_output.options().dtype(at::kBool))
-                          .triu(1)
-                    : mask;
-  bool fix_triu_mask_arg = false;  // the only value aclnn accepts
-  EXEC_NPU_CMD_EXT(aclnnScaledMaskedSoftmaxBackward, grad_output, y, used_mask, scale, fix_triu_mask_arg, out);
+  npu::OutSlot slot(out, npu::OutWrite::Dense, {grad_output, y, fix_triu_mask ? at::Tensor() : mask});
+  npu::run_op(
+      api(),
+      [&] {
+        at::Tensor used_mask =
+            fix_triu_mask ? at::ones({1, 1, grad_output.size(2), grad_output.size(3)},
+                                     grad_output.options().dtype(at::kBool))
+                                .triu(1)
+                          : mask;
+        bool fix_triu_mask_arg = false;  // the only value aclnn accepts
+        npu::launch(api(), grad_output, y, used_mask, scale, fix_triu_mask_arg, slot.target());
+      },
+      [&] {
+        static const auto cpu = npu::cpu_op<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, double,
+                                                       bool)>("npu_ext::scaled_masked_softmax_backward");
+        slot.target().copy_(cpu.call(grad_output.cpu(), y.cpu(), mask.cpu(), scale, fix_triu_mask));
+      });
+  slot.finish();
 }
 
 at::Tensor scaled_masked_softmax_backward(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask,
                                           double scale, bool fix_triu_mask) {
-  validate(grad_output, y, mask, fix_triu_mask);
+  const auto meta = validate(grad_output, y, mask, fix_triu_mask);
   c10::OptionalDeviceGuard guard(grad_output.device());
-  at::Tensor out = at::empty(grad_output.sizes(), grad_output.options());
+  at::Tensor out = new_output(meta.out, grad_output);
   run(grad_output, y, mask, scale, fix_triu_mask, out);
   return out;
 }
 
 void scaled_masked_softmax_backward_out(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask,
                                         double scale, bool fix_triu_mask, const at::Tensor& out) {
-  validate(grad_output, y, mask, fix_triu_mask);
-  check_out(kOp, "out", out, grad_output.sym_sizes(), grad_output.scalar_type(), grad_output);
+  const auto meta = validate(grad_output, y, mask, fix_triu_mask);
+  check_out(kOp, "out", out, meta.out, grad_output);
   c10::OptionalDeviceGuard guard(grad_output.device());
   run(grad_output, y, mask, scale, fix_triu_mask, out);
 }

@@ -15,10 +15,27 @@
 // reductions accumulate in fp32, in a workspace requested from phase 1. Like aclnn, it leaves outputs of
 // reductions over nothing untouched (the NPU path must zero-fill them).
 //
-// Test hooks (not aclnn API): standin_calls(name) counts entry-point calls per name (both phases),
-// standin_reset() clears the counts.
+// It models aclnn as the CANN sources show it behaves (ops-nn, opbase; see README "NPU (Ascend) path"), not as
+// documented:
+//   * inputs of any strides are read correctly (aclnn makes them contiguous);
+//   * GeluBackwardV2, PreluBackward and GroupedBiasAddGrad(V2) write outputs honouring their strides (ViewCopy),
+//     but ScaledMaskedSoftmaxBackward and LogitGrad write `out` DENSELY from its storage offset, ignoring its
+//     strides: a transposed out gets wrong values, a sliced one is written past its view (phase 2 fails with
+//     561103 instead when that would run past the storage, to keep the host process intact);
+//   * GeluBackwardV2 promotes gradOutput/self with aclnn's PromoteType (no 0-dim rule) and rejects a promoted
+//     dtype other than gradInput's;
+//   * the SoC ($NPU_EXT_STANDIN_SOC, default Ascend910B3 = Atlas A2): bf16 only on A2/A3/Ascend950 for
+//     GeluBackwardV2 and on A2/A3 for PreluBackward (161002 otherwise); GroupedBiasAddGrad(V2),
+//     ScaledMaskedSoftmaxBackward and LogitGrad have kernels on A2/A3/Ascend950 only (561103 otherwise);
+//   * GroupedBiasAddGrad zero-fills empty groups (the A2 kernel does);
+//   * a rejected phase 1 leaves the executor null; phase 2 with a null executor returns 161001.
+//
+// Test hooks (not aclnn API): standin_calls(name) counts entry-point calls per name (both phases) and
+// aclCreateTensor formats as "format <code> rank <n>"; standin_reset() clears the counts; standin_last_error()
+// is the last rejection reason (what aclGetRecentErrMsg returns in the stand-in).
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -53,10 +70,28 @@ namespace {
 std::mutex g_mu;
 std::map<std::string, int> g_calls;
 
-void count(const char* name) {
+std::string g_last_error;
+
+void count(const std::string& name) {
   std::lock_guard<std::mutex> lock(g_mu);
   ++g_calls[name];
 }
+
+// Records a rejection reason and returns the status (OP_LOGE + return in aclnn).
+int reject(int status, const std::string& why) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_last_error = why;
+  return status;
+}
+
+std::string soc() {
+  const char* env = std::getenv("NPU_EXT_STANDIN_SOC");
+  return env != nullptr ? env : "Ascend910B3";
+}
+
+bool soc_is(const char* prefix) { return soc().rfind(prefix, 0) == 0; }
+bool soc_a2_a3() { return soc_is("Ascend910B") || soc_is("Ascend910_93"); }
+bool soc_a2_a3_950() { return soc_a2_a3() || soc_is("Ascend950"); }
 
 int64_t itemsize(int32_t dt) {
   switch (dt) {
@@ -65,6 +100,15 @@ int64_t itemsize(int32_t dt) {
     case I64: case F64: return 8;
     case BOOL: return 1;
     default: return 0;
+  }
+}
+
+std::string dtype_name(int32_t dt) {
+  switch (dt) {
+    case F32: return "DT_FLOAT";
+    case F16: return "DT_FLOAT16";
+    case BF16: return "DT_BF16";
+    default: return "DT_" + std::to_string(dt);
   }
 }
 
@@ -157,6 +201,9 @@ void store(const aclTensor* t, int64_t elem, float v) {
 }
 
 bool load_bool(const aclTensor* t, int64_t elem) { return *element(t, elem) != 0; }
+
+// A dense writer's extent: numel elements from the storage offset, whatever the strides.
+bool dense_fits(const aclTensor* t) { return t->offset + numel(t) <= t->storage_elems; }
 
 int64_t load_int(const aclTensor* t, int64_t elem) {
   const char* p = element(t, elem);
@@ -315,7 +362,10 @@ struct GroupedExec : Executor {
         rows = end - start;
         start = end;
       }
-      if (rows == 0) continue;  // like aclnn: an empty group's row is left untouched
+      if (rows == 0) {  // like the A2 kernel: an empty group's row is zero-filled
+        for (int64_t h = 0; h < H; ++h) store(out, j * out->strides[0] + h * out->strides[1], 0.0f);
+        continue;
+      }
       for (int64_t h = 0; h < H; ++h) acc[h] = 0.0f;
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t h = 0; h < H; ++h) {
@@ -336,6 +386,7 @@ struct SoftmaxExec : Executor {
   const aclTensor *g, *y, *mask, *out;
   float scale;
   int run(void*) override {
+    if (!dense_fits(out)) return kInternal;  // the device would write past the allocation
     const int64_t B = g->sizes[0], N = g->sizes[1], S1 = g->sizes[2], S2 = g->sizes[3];
     auto off4 = [](const aclTensor* t, int64_t b, int64_t n, int64_t i, int64_t k) {
       return (t->sizes[0] == 1 ? 0 : b * t->strides[0]) + (t->sizes[1] == 1 ? 0 : n * t->strides[1]) +
@@ -350,7 +401,7 @@ struct SoftmaxExec : Executor {
             const float v = load_bool(mask, off4(mask, b, n, i, k))
                                 ? 0.0f
                                 : scale * (load(g, off4(g, b, n, i, k)) - s) * load(y, off4(y, b, n, i, k));
-            store(out, off4(out, b, n, i, k), v);
+            store(out, ((b * N + n) * S1 + i) * S2 + k, v);  // dense from the storage offset
           }
         }
     return kSuccess;
@@ -362,6 +413,8 @@ struct LogitExec : Executor {
   const aclTensor *x, *dy, *out;
   float eps;
   int run(void*) override {
+    if (!dense_fits(out)) return kInternal;  // the device would write past the allocation
+    int64_t linear = 0;
     const bool clamp = eps >= 0.0f;  // NaN eps behaves like a negative one
     const float lo = clamp ? eps : 0.0f, hi = clamp ? 1.0f - eps : 1.0f;
     for_each_index(x->sizes, [&](const std::vector<int64_t>& idx) {
@@ -370,7 +423,7 @@ struct LogitExec : Executor {
       float r;
       if (xv < lo || xv > hi) r = clamp ? 0.0f : NAN;
       else r = dv / (xv * (1.0f - xv));
-      store(out, bcast_offset(out, x->sizes, idx), r);
+      store(out, linear++, r);  // dense from the storage offset (the generated op ignores out's strides)
     });
     return kSuccess;
   }
@@ -387,6 +440,7 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, int32_
                            int64_t offset, int32_t format, const int64_t* storageDims, uint64_t storageDimsNum,
                            void* tensorData) {
   count("aclCreateTensor");
+  count("format " + std::to_string(format) + " rank " + std::to_string(viewDimsNum));
   if ((viewDimsNum > 0 && (viewDims == nullptr || stride == nullptr)) ||
       (storageDimsNum > 0 && storageDims == nullptr)) {
     return nullptr;
@@ -420,7 +474,12 @@ int aclnnGeluBackwardV2GetWorkspaceSize(const aclTensor* gradOutput, const aclTe
   if (mode != "none" && mode != "tanh") return kInvalid;
   std::vector<int64_t> shape;
   if (!broadcast(gradOutput->sizes, self->sizes, shape) || shape != gradInput->sizes) return kInvalid;
-  if (gradInput->dtype != promote(gradOutput->dtype, self->dtype)) return kInvalid;
+  const int32_t promoted = promote(gradOutput->dtype, self->dtype);
+  if (promoted == BF16 && !soc_a2_a3_950())
+    return reject(kInvalid, "Input dtype of gelu is not support bfloat16 in current socversion.");
+  if (gradInput->dtype != promoted)
+    return reject(kInvalid, "Promote dtype of GradOutput and Self is " + dtype_name(promoted) +
+                                ", not matching with gradInput " + dtype_name(gradInput->dtype) + ".");
   auto* e = new GeluExec;
   e->g = gradOutput; e->x = self; e->out = gradInput; e->tanh_mode = mode == "tanh";
   return finish_phase1(e, workspaceSize, executor);
@@ -442,6 +501,8 @@ int aclnnPreluBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTen
   std::vector<int64_t> shape;
   if (!broadcast(gradOutput->sizes, self->sizes, shape) || shape != self->sizes) return kInvalid;
   if (!same_shape(gradInput, self)) return kInvalid;
+  if (self->dtype == BF16 && !soc_a2_a3())
+    return reject(kInvalid, "self dtype BFLOAT16 not in the dtype support list of this SoC (FLOAT, FLOAT16).");
   const int64_t C = self->sizes.size() > 1 ? self->sizes[1] : 1;
   const int64_t nw = numel(weight);
   if (nw != 1 && nw != C) return kInvalid;
@@ -463,6 +524,7 @@ namespace {
 int grouped_phase1(const aclTensor* gradY, const aclTensor* groupIdx, int64_t groupIdxType, aclTensor* out,
                    uint64_t* workspaceSize, aclOpExecutor** executor) {
   if (!gradY || !out || !workspaceSize || !executor) return kNullptr;
+  if (!soc_a2_a3_950()) return reject(kInternal, "GroupedBiasAddGrad has no kernel for " + soc() + ".");
   if (!valid(gradY) || !valid(out) || !is_float(gradY) || out->dtype != gradY->dtype) return kInvalid;
   if (groupIdxType != 0 && groupIdxType != 1) return kInvalid;
   int64_t G;
@@ -510,7 +572,8 @@ int aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(const aclTensor* gradOutput
                                                      aclOpExecutor** executor) {
   count("aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize");
   if (!gradOutput || !y || !mask || !out || !workspaceSize || !executor) return kNullptr;
-  if (fixTriuMask) return kInvalid;  // only false is supported
+  if (!soc_a2_a3_950()) return reject(kInternal, "ScaledMaskedSoftmaxGradV2 has no kernel for " + soc() + ".");
+  if (fixTriuMask) return reject(kInvalid, "fixTriuMask only support false");
   for (const aclTensor* t : {gradOutput, y, mask, static_cast<const aclTensor*>(out)}) {
     if (!valid(t) || t->sizes.size() != 4) return kInvalid;
   }
@@ -535,6 +598,7 @@ int aclnnLogitGradGetWorkspaceSize(const aclTensor* x, const aclTensor* dy, doub
                                    uint64_t* workspaceSize, aclOpExecutor** executor) {
   count("aclnnLogitGradGetWorkspaceSize");
   if (!x || !dy || !out || !workspaceSize || !executor) return kNullptr;
+  if (!soc_a2_a3_950()) return reject(kInternal, "LogitGrad has no kernel for " + soc() + ".");
   if (!valid(x) || !valid(dy) || !valid(out) || !is_float(x)) return kInvalid;
   if (dy->dtype != x->dtype || out->dtype != x->dtype || !same_shape(dy, x) || !same_shape(out, x)) return kInvalid;
   auto* e = new LogitExec;
@@ -556,6 +620,13 @@ int standin_calls(const char* name) {
 void standin_reset() {
   std::lock_guard<std::mutex> lock(g_mu);
   g_calls.clear();
+}
+
+const char* standin_last_error() {
+  static thread_local std::string copy;
+  std::lock_guard<std::mutex> lock(g_mu);
+  copy = g_last_error;
+  return copy.c_str();
 }
 
 }  // extern "C"

@@ -2,9 +2,10 @@
 
 * ``libaclnn_standin.so``: the host stand-in of the aclnn runtime (aclnn_standin.cpp), plain C++, rebuilt
   only when its source changes (content hash in the file name).
-* the ``torch_ext_npu_standin`` library: csrc/npu/*.cpp UNCHANGED, plus csrc/common/checks.cpp, compiled with
-  torch.utils.cpp_extension.load against the stand-in npu_cpp_extension.h (tests/npu_stub/include comes first
-  on the include path). Loading it registers the PrivateUse1 kernels of the npu_ext ops, which the tests call
+* the ``torch_ext_npu_standin`` library: csrc/npu/*.cpp UNCHANGED, plus csrc/common/checks.cpp and
+  torch_npu_standin.cpp (the stand-in's definitions of the torch_npu / libascendcl functions the headers in
+  tests/npu_stub/include declare, and the torch.ops.npu_standin test hooks), compiled with
+  torch.utils.cpp_extension.load against those headers (tests/npu_stub/include comes first on the include path). Loading it registers the PrivateUse1 kernels of the npu_ext ops, which the tests call
   on CPU tensors through ``OpOverload.redispatch`` with a PrivateUse1 dispatch key set. ninja recompiles only
   what changed.
 """
@@ -43,6 +44,7 @@ def build_npu_sources():
 
     sources = sorted(glob.glob(os.path.join(ROOT, "csrc", "npu", "*.cpp")))
     sources.append(os.path.join(ROOT, "csrc", "common", "checks.cpp"))
+    sources.append(os.path.join(STUB, "torch_npu_standin.cpp"))
     build_dir = os.path.join(BUILD, "ext")
     os.makedirs(build_dir, exist_ok=True)
     cpp_ext.load(

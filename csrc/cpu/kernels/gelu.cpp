@@ -39,21 +39,13 @@ void gelu_impl(at::TensorIteratorBase& iter, GeluApproximate approximate) {
       });
     }
   } else if constexpr (std::is_same_v<opmath_t, float>) {
-    // x * Phi(x) with Phi(-|x|) = erfc(|x|/sqrt2)/2 computed directly (no 1 + erf cancellation in the left
-    // tail) by Abramowitz-Stegun 7.1.26, erfc(z) ~ t*P(t)*exp(-z^2), t = 1/(1 + p z): the same cdf as
-    // gelu_backward_v2's fp32 kernel (one fast_exp2, one fast_reciprocal; absolute error of Phi below 1e-7,
-    // relative error of the result below 2e-4 in the left tail), Phi(|x|) = 1 - Phi(-|x|).
-    constexpr double kLog2e = 1.4426950408889634;
+    // x * Phi(x) with Phi(-|x|) = r * e from normal_tail (the cdf of gelu_backward_v2's fp32 kernel): no
+    // 1 + erf cancellation in the left tail, relative accuracy down to the smallest normal output;
+    // Phi(|x|) = 1 - Phi(-|x|). gelu(inf) = inf, gelu(-inf) = NaN (-inf * 0), as ATen.
     unary_vec_kernel<scalar_t>(iter, [=](const Vec& x) {
-      const Vec e = fast_exp2(at::vec::clamp_min(Vec(float(-0.5 * kLog2e)) * (x * x), Vec(-200.0f)));
-      // |x| capped so that t stays finite for x = +-inf (q = 0 there: gelu(inf) = inf, gelu(-inf) = NaN as ATen).
-      const Vec ax = at::vec::clamp_max(x.abs(), Vec(1e18f));
-      const Vec t = fast_reciprocal(at::vec::fmadd(Vec(float(0.3275911 * M_SQRT1_2)), ax, kOne));
-      Vec p = at::vec::fmadd(Vec(float(0.5 * 1.061405429)), t, Vec(float(0.5 * -1.453152027)));
-      p = at::vec::fmadd(p, t, Vec(float(0.5 * 1.421413741)));
-      p = at::vec::fmadd(p, t, Vec(float(0.5 * -0.284496736)));
-      p = at::vec::fmadd(p, t, Vec(float(0.5 * 0.254829592)));
-      const Vec q = t * p * e;
+      Vec e, r;
+      normal_tail(x, e, r);
+      const Vec q = r * e;
       return x * select_negative(x, q, kOne - q);
     });
   } else {

@@ -13,46 +13,26 @@ namespace {
 
 // d/dx [x * Phi(x)] = Phi(x) + x * phi(x), phi(x) = exp(-x^2/2) / sqrt(2*pi).
 //
-// fp32: one exponential e = exp(-x^2/2) serves both terms. Phi(-|x|) = erfc(|x|/sqrt2)/2 is computed
-// directly (no 1 - ... cancellation in the left tail) with Abramowitz-Stegun 7.1.26,
-// erfc(z) ~ t*P(t)*exp(-z^2), t = 1/(1 + p z), whose relative error stays below 2e-4 of the gradient
-// everywhere (it is far smaller where the gradient is not tiny); Phi(|x|) = 1 - Phi(-|x|).
+// fp32: with e = exp(-x^2/2) and r = erfcx(|x|/sqrt2) / 2 from normal_tail (Phi(-|x|) = r * e), the gradient
+// is e * (x / sqrt(2pi) + r) for x < 0 and 1 + e * (x / sqrt(2pi) - r) for x >= 0 (-0.0 included; both give
+// exactly 0.5 at 0): no 1 - Phi cancellation in either tail, one exponential, and relative accuracy on every
+// normal fp32 output, far left tail included. x = +-inf gives NaN (inf * 0), as the formula does.
 // fp64 (gradcheck only): the exact formula with Sleef's erfc/exp.
 template <typename T>
 C10_ALWAYS_INLINE Vectorized<T> gelu_erf_grad(const Vectorized<T>& g, const Vectorized<T>& x) {
   using Vec = Vectorized<T>;
   const Vec kInvSqrt2Pi(static_cast<T>(M_2_SQRTPI * M_SQRT1_2 * 0.5));
-  const Vec kOne(T(1));
   if constexpr (std::is_same_v<T, double>) {
     const Vec cdf = Vec(0.5) * (x * Vec(-M_SQRT1_2)).erfc();  // no cancellation for x << 0
     const Vec pdf = kInvSqrt2Pi * (Vec(-0.5) * x * x).exp();
     return g * (cdf + x * pdf);
   } else {
-    constexpr double kLog2e = 1.4426950408889634;
-    // e = exp(-x^2/2) == exp(-z^2), z = |x|/sqrt2; the exponent is clamped (NaN passes) so that x^2 = inf
-    // gives 0 rather than NaN.
-    const Vec e = fast_exp2(at::vec::clamp_min(Vec(T(-0.5 * kLog2e)) * (x * x), Vec(T(-200))));
-    const Vec t = fast_reciprocal(at::vec::fmadd(Vec(T(0.3275911 * M_SQRT1_2)), x.abs(), kOne));  // 1/(1+pz)
-    // The A&S coefficients halved (exactly), so that q = Phi(-|x|) = erfc(z) / 2 needs no extra product.
-    Vec p = at::vec::fmadd(Vec(T(0.5 * 1.061405429)), t, Vec(T(0.5 * -1.453152027)));
-    p = at::vec::fmadd(p, t, Vec(T(0.5 * 1.421413741)));
-    p = at::vec::fmadd(p, t, Vec(T(0.5 * -0.284496736)));
-    p = at::vec::fmadd(p, t, Vec(T(0.5 * 0.254829592)));
-#if defined(CPU_CAPABILITY_AVX512)
-    if constexpr (std::is_same_v<T, float>) {
-      // Same value with fewer instructions: with r = t*p (q = r*e) and the sign of x (sign bit, so -0.0
-      // counts as negative in both places), cdf + x*pdf = e*(x/sqrt(2pi) + r) for x < 0 and
-      // 1 + e*(x/sqrt(2pi) - r) otherwise.
-      const __m512 r = _mm512_mul_ps(t, p);
-      const __mmask16 neg = _mm512_movepi32_mask(_mm512_castps_si512(x));
-      const __m512 sr = _mm512_mask_xor_ps(r, _knot_mask16(neg), r, _mm512_set1_ps(-0.0f));  // -r if x >= 0
-      const __m512 m = _mm512_mul_ps(e, _mm512_fmadd_ps(kInvSqrt2Pi, x, sr));
-      return _mm512_mul_ps(g, _mm512_mask_add_ps(m, _knot_mask16(neg), m, kOne));
-    }
-#endif
-    const Vec q = t * p * e;
-    const Vec cdf = select_negative(x, q, kOne - q);
-    return g * (cdf + x * kInvSqrt2Pi * e);
+    Vec e, r;
+    normal_tail(x, e, r);
+    const Vec zero(T(0));
+    const Vec negative = x < zero;  // NaN is not negative: 1 + e * NaN = NaN
+    const Vec m = e * at::vec::fmadd(kInvSqrt2Pi, x, Vec::blendv(zero - r, r, negative));
+    return g * (Vec::blendv(Vec(T(1)), zero, negative) + m);
   }
 }
 

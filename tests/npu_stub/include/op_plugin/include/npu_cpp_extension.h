@@ -1,136 +1,201 @@
-// TEST-ONLY stand-in for torch_npu's op-plugin header of the same name (op_plugin/include/npu_cpp_extension.h).
-//
-// It provides EXEC_NPU_CMD_EXT with the contract of torch_npu 2.13's (op_plugin/utils/op_api_common_base.h):
-//   * resolves aclnnXxxGetWorkspaceSize and aclnnXxx BY NAME from the operator library (here the host
-//     stand-in libaclnn_standin.so named by $NPU_EXT_ACLNN_STANDIN_LIB, instead of CANN's libopapi.so);
-//   * converts each argument like torch_npu's ConvertType: at::Tensor -> aclTensor* via aclCreateTensor(sizes,
-//     dtype code, strides, storage offset, format, storage dims {storage nbytes / itemsize}, storage base
-//     pointer); an undefined tensor or an empty c10::optional<at::Tensor> -> nullptr; any other argument
-//     (double, bool, int64_t, char*) is passed through unchanged; arguments bind as lvalues (Ts&...);
-//   * calls GetWorkspaceSize(args..., &workspaceSize, &executor) and IGNORES its status, allocates the
-//     workspace, calls aclnnXxx(workspace, workspaceSize, executor, stream) and fails (RuntimeError) when that
-//     returns non-zero, then destroys the converted tensors.
-// It runs synchronously on the host: the tests call the PrivateUse1 kernels with CPU tensors.
+// TEST-ONLY stand-in for torch_npu 2.13's op_plugin/include/npu_cpp_extension.h, which includes
+// op_plugin/utils/op_api_common_base.h. It declares the part of that header csrc/npu uses, with the same names,
+// signatures and contracts; tests/npu_stub/torch_npu_standin.cpp defines the non-template functions, as
+// libtorch_npu.so does for the real ones (all TORCH_NPU_API there):
+//   * GetOpApiFuncAddr(name): the aclnn entry point by name (here from the stand-in runtime
+//     $NPU_EXT_ACLNN_STANDIN_LIB instead of libcust_opapi.so / libopapi.so / libaclnn_*.so), nullptr when absent
+//     (names in $NPU_EXT_STANDIN_MISSING, comma-separated, are absent: an older CANN);
+//   * ConvertType / ConvertTypes: at::Tensor -> aclTensor* via aclCreateTensor(sizes, dtype code, strides, storage
+//     offset, format, storage dims {storage nbytes / itemsize}, storage base pointer) with the format torch_npu's
+//     ConvertType passes for a base-format tensor: NCL for 3-D, NCHW for 4-D, NCDHW for 5-D, ND otherwise; an
+//     undefined tensor or empty optional -> nullptr; anything else passed through; arguments bind as lvalues;
+//   * ReleaseConvertTypes, ConvertToOpApiFunc, call: as in the real header;
+//   * InitExecCommonCtx, UnInitExecCommonCtx, ReleaseExecCommonCtx, GetAclStream, InitExecSubTheadCtx,
+//     GetWorkSpaceAddr, ExecuteApiFunc, ExecuteApiFuncV2, OpApiGetTaskQueueEnable ($TASK_QUEUE_ENABLE, default 1),
+//     c10_npu::GetDeterministicLevel, at_npu::native::ApplyDeterministicLevel, hit_cache_ext (no executor cache
+//     here: always a miss);
+//   * RunAclCall(name, func): torch_npu's task queue (OpCommand::RunOpApiV2). With TASK_QUEUE_ENABLE=0 func runs
+//     now and a non-zero return raises. Otherwise it is queued: tasks run in stream order (here: at once, so the
+//     data is there for later operations) but a failure is only REPORTED later, at the next queued operation or
+//     synchronisation (torch.ops.npu_standin.synchronize()), as a RuntimeError naming the failed aclnn call;
+//   * EXEC_NPU_CMD_EXT: V1 (TASK_QUEUE_ENABLE != 2: GetWorkspaceSize on the calling thread, its status IGNORED,
+//     phase 2 queued) or V2 (== 2: both phases queued), exactly the real macro's sequence.
+// It runs on the host: the tests call the PrivateUse1 kernels with CPU tensors.
 #pragma once
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 #include <c10/util/Optional.h>
-#include <dlfcn.h>
 
 #include <cstdint>
-#include <cstdlib>
+#include <functional>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
-#include <vector>
+
+#include "acl/acl_rt.h"
 
 typedef struct aclOpExecutor aclOpExecutor;
 typedef struct aclTensor aclTensor;
 typedef void* aclrtStream;
 
-namespace npu_standin {
+void* GetOpApiFuncAddr(const char* apiName);
 
-enum DataType : int32_t { kFloat = 0, kFloat16 = 1, kInt32 = 3, kInt64 = 9, kDouble = 11, kBool = 12, kBf16 = 27 };
-constexpr int32_t kFormatND = 2;
-
-using CreateTensorFn = aclTensor* (*)(const int64_t*, uint64_t, int32_t, const int64_t*, int64_t, int32_t,
-                                      const int64_t*, uint64_t, void*);
-using DestroyTensorFn = int (*)(const aclTensor*);
-using RunFn = int (*)(void*, uint64_t, aclOpExecutor*, aclrtStream);
-
-inline void* library() {
-  static void* handle = [] {
-    const char* path = std::getenv("NPU_EXT_ACLNN_STANDIN_LIB");
-    TORCH_CHECK(path != nullptr, "npu stand-in: NPU_EXT_ACLNN_STANDIN_LIB is not set");
-    void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    TORCH_CHECK(h != nullptr, "npu stand-in: cannot load ", path, ": ", dlerror());
-    return h;
-  }();
-  return handle;
-}
-
-inline void* api(const char* name) { return dlsym(library(), name); }
-
-inline int32_t acl_dtype(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat: return kFloat;
-    case at::kHalf: return kFloat16;
-    case at::kInt: return kInt32;
-    case at::kLong: return kInt64;
-    case at::kDouble: return kDouble;
-    case at::kBool: return kBool;
-    case at::kBFloat16: return kBf16;
-    default: TORCH_CHECK(false, "npu stand-in: no aclDataType for ", t);
-  }
-}
-
-inline aclTensor* ConvertType(const at::Tensor& t) {
-  static const auto create = reinterpret_cast<CreateTensorFn>(api("aclCreateTensor"));
-  TORCH_CHECK(create != nullptr, "npu stand-in: aclCreateTensor not found");
-  if (!t.defined()) return nullptr;
-  const int64_t storage_elems = static_cast<int64_t>(t.storage().nbytes() / t.itemsize());
-  return create(t.sizes().data(), t.sizes().size(), acl_dtype(t.scalar_type()), t.strides().data(),
-                t.storage_offset(), kFormatND, &storage_elems, 1, const_cast<void*>(t.storage().data()));
-}
-
-inline aclTensor* ConvertType(const c10::optional<at::Tensor>& t) {
-  return t.has_value() ? ConvertType(*t) : nullptr;
-}
+aclTensor* ConvertType(const at::Tensor& at_tensor);
+aclTensor* ConvertType(const c10::optional<at::Tensor>& opt_tensor);
 
 template <typename T>
 T ConvertType(T value) {
   return value;
 }
 
-template <typename... Ts>
-auto ConvertTypes(Ts&... args) {
-  return std::make_tuple(ConvertType(args)...);
-}
-
-inline void Release(aclTensor* p) {
-  static const auto destroy = reinterpret_cast<DestroyTensorFn>(api("aclDestroyTensor"));
-  if (destroy != nullptr) destroy(p);  // like torch_npu: also called with nullptr
-}
+void Release(aclTensor* p);
 
 template <typename T>
-void Release(T) {}
+void Release(T value) {
+  (void)value;
+}
 
 template <typename Tuple, size_t... I>
-void ReleaseAll(Tuple& t, std::index_sequence<I...>) {
+void CallRelease(Tuple t, std::index_sequence<I...>) {
   (Release(std::get<I>(t)), ...);
 }
 
-template <typename Tuple, size_t... I>
-int CallWorkspace(void* fn, Tuple& t, std::index_sequence<I...>) {
-  using Fn = int (*)(typename std::decay<decltype(std::get<I>(t))>::type...);
-  return reinterpret_cast<Fn>(fn)(std::get<I>(t)...);
+template <typename Tuple>
+void ReleaseConvertTypes(Tuple& t) {
+  CallRelease(t, std::make_index_sequence<std::tuple_size<typename std::decay<Tuple>::type>::value>{});
 }
 
 template <typename... Ts>
-void Execute(const char* name, const char* ws_name, void* ws_fn, void* run_fn, Ts&... args) {
-  TORCH_CHECK(ws_fn != nullptr && run_fn != nullptr, name, " or ", ws_name, " not found in the operator library");
-  uint64_t workspace_size = 0;
-  uint64_t* workspace_size_addr = &workspace_size;
-  aclOpExecutor* executor = nullptr;
-  aclOpExecutor** executor_addr = &executor;
-  auto converted = ConvertTypes(args..., workspace_size_addr, executor_addr);
-  constexpr size_t n = std::tuple_size<decltype(converted)>::value;
-  const int workspace_status = CallWorkspace(ws_fn, converted, std::make_index_sequence<n>{});
-  (void)workspace_status;  // ignored, as torch_npu does
-  std::vector<uint8_t> workspace(workspace_size);
-  const int ret = reinterpret_cast<RunFn>(run_fn)(workspace_size ? workspace.data() : nullptr, workspace_size,
-                                                  executor, nullptr);
-  ReleaseAll(converted, std::make_index_sequence<n>{});
-  TORCH_CHECK(ret == 0, "call ", name, " failed, error code is ", ret);
+constexpr auto ConvertTypes(Ts&... args) {
+  return std::make_tuple(ConvertType(args)...);
 }
 
-}  // namespace npu_standin
+template <typename Function, typename Tuple, size_t... I>
+auto call(Function f, Tuple t, std::index_sequence<I...>) {
+  return f(std::get<I>(t)...);
+}
 
-#define EXEC_NPU_CMD_EXT(aclnn_api, ...)                                                               \
-  do {                                                                                                 \
-    static void* standin_ws_fn = npu_standin::api(#aclnn_api "GetWorkspaceSize");                     \
-    static void* standin_run_fn = npu_standin::api(#aclnn_api);                                        \
-    npu_standin::Execute(#aclnn_api, #aclnn_api "GetWorkspaceSize", standin_ws_fn, standin_run_fn,     \
-                         __VA_ARGS__);                                                                 \
+template <typename Function, typename Tuple>
+auto call(Function f, Tuple t) {
+  return call(f, t, std::make_index_sequence<std::tuple_size<Tuple>::value>{});
+}
+
+template <typename Tuple, size_t... I>
+auto ConvertToOpApiFunc(const Tuple& params, void* opApiAddr, std::index_sequence<I...>) {
+  typedef int (*OpApiFunc)(typename std::decay<decltype(std::get<I>(params))>::type...);
+  return reinterpret_cast<OpApiFunc>(opApiAddr);
+}
+
+template <typename Tuple>
+auto ConvertToOpApiFunc(const Tuple& params, void* opApiAddr) {
+  return ConvertToOpApiFunc(params, opApiAddr, std::make_index_sequence<std::tuple_size<Tuple>::value>{});
+}
+
+namespace c10_npu {
+uint32_t GetDeterministicLevel();
+}  // namespace c10_npu
+
+namespace at_npu {
+namespace native {
+void ApplyDeterministicLevel(int64_t level, bool deterministicAlgorithmsStatus, bool isOpapi);
+}  // namespace native
+}  // namespace at_npu
+
+bool CheckAndInitFunc(const char* aclnn_api);  // the executor cache: unavailable in the stand-in
+
+template <typename... Args>
+bool hit_cache_ext(aclrtStream acl_stream, const char* aclnn_api, void* phrase2, const uint32_t level, Args&&... args) {
+  (void)acl_stream, (void)phrase2, (void)level;
+  return CheckAndInitFunc(aclnn_api);  // false: a miss, phase 1 runs
+}
+
+using PROC_FUNC = std::function<int()>;
+
+void GetApiFunc(const char* api_name, const char* workspace_api_name, void*& opApiFuncAddr,
+                void*& getWorkspaceSizeFuncAddr);
+void InitExecCommonCtx();
+void UnInitExecCommonCtx();
+void ReleaseExecCommonCtx();
+aclrtStream GetAclStream();
+int ExecuteApiFunc(const void* opApiFuncAddr, aclrtStream acl_stream, void* workspace_addr, uint64_t workspace_size,
+                   aclOpExecutor* executor);
+int ExecuteApiFuncV2(const void* opApiFuncAddr, aclrtStream acl_stream, uint64_t workspace_size,
+                     aclOpExecutor* executor);
+void* GetWorkSpaceAddr(uint64_t workspace_size);
+void InitExecSubTheadCtx(aclrtStream acl_stream);
+void RunAclCall(const std::string& op_name, const PROC_FUNC& func);
+uint32_t OpApiGetTaskQueueEnable();
+
+#define EXEC_NPU_CMD_V1_EXT(aclnn_api, ...)                                                                          \
+  do {                                                                                                               \
+    static void* opApiFuncAddr = nullptr;                                                                            \
+    static void* getWorkspaceSizeFuncAddr = nullptr;                                                                 \
+    GetApiFunc(#aclnn_api, #aclnn_api "GetWorkspaceSize", opApiFuncAddr, getWorkspaceSizeFuncAddr);                  \
+    InitExecCommonCtx();                                                                                             \
+    auto acl_stream = GetAclStream();                                                                                \
+    uint32_t level = c10_npu::GetDeterministicLevel();                                                               \
+    at_npu::native::ApplyDeterministicLevel(static_cast<int64_t>(level),                                             \
+                                            at::globalContext().deterministicAlgorithms(), true);                \
+    if (hit_cache_ext(acl_stream, #aclnn_api, opApiFuncAddr, level, __VA_ARGS__)) {                                  \
+      break;                                                                                                         \
+    }                                                                                                                \
+    uint64_t workspace_size = 0;                                                                                     \
+    uint64_t* workspace_size_addr = &workspace_size;                                                                 \
+    aclOpExecutor* executor = nullptr;                                                                               \
+    aclOpExecutor** executor_addr = &executor;                                                                       \
+    auto converted_params = ConvertTypes(__VA_ARGS__, workspace_size_addr, executor_addr);                           \
+    auto getWorkspaceSizeFunc = ConvertToOpApiFunc(converted_params, getWorkspaceSizeFuncAddr);                      \
+    auto workspace_status = call(getWorkspaceSizeFunc, converted_params); /* ignored, as in torch_npu */             \
+    (void)workspace_status;                                                                                          \
+    void* workspace_addr = GetWorkSpaceAddr(workspace_size);                                                         \
+    auto acl_call = [converted_params, workspace_addr, workspace_size, acl_stream, executor, opApiFuncAddr]() -> int { \
+      InitExecSubTheadCtx(acl_stream);                                                                               \
+      auto api_ret = ExecuteApiFunc(opApiFuncAddr, acl_stream, workspace_addr, workspace_size, executor);            \
+      ReleaseConvertTypes(converted_params);                                                                         \
+      ReleaseExecCommonCtx();                                                                                        \
+      return api_ret;                                                                                                \
+    };                                                                                                               \
+    RunAclCall(#aclnn_api, acl_call);                                                                                \
+    UnInitExecCommonCtx();                                                                                           \
+  } while (false)
+
+// V2 (TASK_QUEUE_ENABLE=2): the arguments are copied and BOTH phases run in the queued task.
+#define EXEC_NPU_CMD_V2_EXT(aclnn_api, ...)                                                                  \
+  do {                                                                                                       \
+    static void* opApiFuncAddr = nullptr;                                                                    \
+    static void* getWorkspaceSizeFuncAddr = nullptr;                                                         \
+    GetApiFunc(#aclnn_api, #aclnn_api "GetWorkspaceSize", opApiFuncAddr, getWorkspaceSizeFuncAddr);          \
+    auto acl_stream = GetAclStream();                                                                        \
+    auto copied_params = std::make_tuple(__VA_ARGS__);                                                       \
+    auto acl_call = [copied_params, acl_stream]() mutable -> int {                                           \
+      InitExecSubTheadCtx(acl_stream);                                                                       \
+      InitExecCommonCtx();                                                                                   \
+      uint64_t workspace_size = 0;                                                                           \
+      aclOpExecutor* executor = nullptr;                                                                     \
+      uint64_t* workspace_size_addr = &workspace_size;                                                       \
+      aclOpExecutor** executor_addr = &executor;                                                             \
+      auto converted_params = std::apply(                                                                    \
+          [&](auto&... a) { return ConvertTypes(a..., workspace_size_addr, executor_addr); }, copied_params); \
+      auto getWorkspaceSizeFunc = ConvertToOpApiFunc(converted_params, getWorkspaceSizeFuncAddr);            \
+      auto workspace_status = call(getWorkspaceSizeFunc, converted_params); /* ignored */                    \
+      (void)workspace_status;                                                                                \
+      int api_ret = ExecuteApiFuncV2(opApiFuncAddr, acl_stream, workspace_size, executor);                   \
+      ReleaseConvertTypes(converted_params);                                                                 \
+      ReleaseExecCommonCtx();                                                                                \
+      UnInitExecCommonCtx();                                                                                 \
+      return api_ret;                                                                                        \
+    };                                                                                                       \
+    RunAclCall(#aclnn_api, acl_call);                                                                        \
+  } while (false)
+
+#define EXEC_NPU_CMD_EXT(aclnn_api, ...)                      \
+  do {                                                        \
+    const auto task_queue_enable = OpApiGetTaskQueueEnable(); \
+    if (task_queue_enable == 2) {                             \
+      EXEC_NPU_CMD_V2_EXT(aclnn_api, __VA_ARGS__);            \
+    } else {                                                  \
+      EXEC_NPU_CMD_V1_EXT(aclnn_api, __VA_ARGS__);            \
+    }                                                         \
   } while (false)

@@ -1,0 +1,56 @@
+"""Derives the polynomial of normal_tail() in csrc/cpu/kernels/vec_utils.h (gelu's fp32 cdf).
+
+    r(x) = erfcx(|x| / sqrt2) / 2 = t * (1/2 + s * P(s)),   a = P_SCALE |x| / sqrt2, t = 1 / (1 + a), s = a t
+
+P (degree 7) is fitted to minimise the largest relative error of r over |x| <= 10 sqrt2 (every x whose gelu or
+gelu gradient is a normal fp32 number; beyond it they are 0, 1 or subnormal) by iteratively reweighted least
+squares on Chebyshev nodes in s, against mpmath at 30 digits. Prints the coefficients (highest degree first,
+as the Horner chain in the kernel uses them) and the relative error of r before and after rounding them to
+fp32. Needs mpmath (installed with torch) and numpy:
+
+    .venv/bin/python tools/fit_gelu_erfcx.py
+"""
+
+import mpmath as mp
+import numpy as np
+
+P_SCALE = 0.3
+DEGREE = 7
+X_MAX = 10 * np.sqrt(2)  # z = |x| / sqrt2 <= 10
+NODES = 600
+
+mp.mp.dps = 30
+
+
+def target(s):
+    """r / t - 1/2 divided by s, and r / t, at s (mpmath)."""
+    z = s / (P_SCALE * (1 - s))
+    r_over_t = mp.erfc(z) * mp.exp(z * z) / 2 / (1 - s)
+    return r_over_t
+
+
+def fit():
+    s_max = P_SCALE * X_MAX / np.sqrt(2) / (1 + P_SCALE * X_MAX / np.sqrt(2))
+    k = np.arange(NODES)
+    s = (1 - np.cos(np.pi * (k + 0.5) / NODES)) / 2 * s_max
+    rt = np.array([float(target(mp.mpf(float(v)))) for v in s])  # r / t at the nodes
+    y = (rt - 0.5) / s
+    basis = np.vander(s, DEGREE + 1, increasing=True)
+    weights = np.ones(NODES)
+    for _ in range(30):  # Lawson-style reweighting towards the minimax solution of the relative error
+        w = weights * s / rt
+        coef, *_ = np.linalg.lstsq(basis * w[:, None], y * w, rcond=None)
+        err = np.abs(0.5 + s * (basis @ coef) - rt) / rt
+        weights = weights * np.sqrt(err / err.max())
+        weights /= weights.max()
+    coef32 = coef.astype(np.float32).astype(np.float64)
+    err32 = np.abs(0.5 + s * (basis @ coef32) - rt) / rt
+    return coef, err.max(), err32.max()
+
+
+if __name__ == "__main__":
+    coef, err, err32 = fit()
+    print(f"P_SCALE={P_SCALE}, degree {DEGREE}, |x| <= {X_MAX:.3f}: max relative error of r {err:.2e} "
+          f"({err32:.2e} with fp32 coefficients)")
+    for c in coef[::-1]:
+        print(f"  {float(np.float32(c))!r}f")
