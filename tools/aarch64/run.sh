@@ -196,7 +196,9 @@ emu_env() {
   export LD_LIBRARY_PATH="$STUBS"
   export PYTHONNOUSERSITE=1
   export CC=aarch64-linux-gnu-gcc CXX="$HERE/cxx" LDSHARED="$HERE/cxx -shared"
-  export MAX_JOBS="${MAX_JOBS:-1}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
+  # compile jobs: 1 on a shared development machine, every core in CI (CI=true)
+  export MAX_JOBS="${MAX_JOBS:-$([[ "${CI:-}" == true ]] && nproc || echo 1)}"
+  export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
   export TORCH_DEVICE_BACKEND_AUTOLOAD=0 NPU_EXT_BUILD_NPU=0 NPU_EXT_EMULATED=1
   export TORCHINDUCTOR_CACHE_DIR="$A/inductor-cache"
 }
