@@ -244,7 +244,9 @@ test_suite() {
     for d in "${SUBPROCESS_TESTS[@]}"; do args+=(--deselect "$d"); done
   fi
   log "pytest under qemu-aarch64 (QEMU_CPU=$QEMU_CPU)"
-  (cd "$ROOT" && emu_python -m pytest tests -q -p no:cacheprovider "${args[@]}" "$@")
+  local targets=(tests)           # the whole suite, unless test paths are given (tools/aarch64/run.sh test tests/x.py)
+  for a in "$@"; do [[ "$a" == tests* ]] && targets=(); done
+  (cd "$ROOT" && emu_python -m pytest "${targets[@]}" -q -p no:cacheprovider "${args[@]}" "$@")
   log "tests done in $(($(now) - t0)) s"
 }
 
