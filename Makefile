@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 SOURCES := setup.py $(shell find csrc torch_ext -name '*.cpp' -o -name '*.h' -o -name '*.py' 2>/dev/null)
 
-.PHONY: all venv build test bench bench-full clean npu-check npu-test test-asan
+.PHONY: all venv build test bench bench-full clean npu-check npu-test test-asan test-aarch64 build-aarch64
 
 all: test
 
@@ -51,10 +51,13 @@ bench-full: build
 	$(PY) -m benchmarks.run --full
 
 # NPU path, no NPU needed. npu-check: every csrc/npu source compiles against the torch_npu 2.13.0 wheel's headers
-# (downloaded once into build/npu-check, never installed). npu-test: the NPU sources run against the host
-# aclnn stand-in (compiled once into build/npu_standin) and are compared with the CPU kernels.
+# (downloaded once into build/npu-check, never installed), for x86-64 with g++ and for aarch64 with
+# aarch64-linux-gnu-g++ against the aarch64 wheels (tools/aarch64/run.sh npu-check).
+# npu-test: the NPU sources run against the host aclnn stand-in (compiled once into build/npu_standin) and are
+# compared with the CPU kernels.
 npu-check: venv
 	tools/npu_compile_check.sh $(PY)
+	HOST_PYTHON=$(PY) tools/aarch64/run.sh npu-check $(PY)
 
 npu-test: build
 	$(PY) -m pytest tests/test_npu_standin.py tests/test_npu_device.py -q
@@ -73,6 +76,16 @@ test-asan: venv
 		ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONPATH=$(CURDIR)/$(ASAN_DIR)/lib \
 		NPU_EXT_EXPECT_SANITIZED=1 $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) \
 		$(addprefix $(CURDIR)/,$(ASAN_TESTS))
+
+# aarch64 (Kunpeng 920 class) on this x86-64 host: cross-builds the unmodified sources with aarch64-linux-gnu-g++
+# against the torch 2.13.0 aarch64 wheel and runs the test suite on an arm64 python under qemu-user
+# (neoverse-n1, no SVE). Installs its Debian tools if missing; everything else is cached in build/aarch64
+# (.venv's pip only downloads the aarch64 wheels).
+build-aarch64: venv
+	HOST_PYTHON=$(PY) tools/aarch64/run.sh build
+
+test-aarch64: venv
+	HOST_PYTHON=$(PY) tools/aarch64/run.sh all
 
 clean:
 	rm -rf build torch_ext/*.so $(VENV)/.stamp-build $(VENV)/.stamp-develop

@@ -12,6 +12,12 @@
 #   NPU_CHECK_CACHE     cache directory (default <repo>/build/npu-check, gitignored)
 #   NPU_CHECK_MODE      -fsyntax-only (default) or -c (full compile, objects in the cache directory)
 #   NPU_CHECK_JOBS      parallel compiles (default 2)
+#   NPU_CHECK_ARCH      x86_64 (default) or aarch64: the platform of the torch_npu wheel; aarch64 compiles with
+#                       aarch64-linux-gnu-g++ (CXX overrides) and caches under <cache>/*-aarch64
+#   NPU_CHECK_TORCH_DIR a torch package directory of the same version to take the headers from instead of
+#                       PYTHON's (e.g. the unpacked aarch64 wheel); PYTHON still gives the include layout and ABI
+#   NPU_CHECK_PY_INCLUDE  the Python include directory to use instead of PYTHON's
+# tools/aarch64/run.sh npu-check runs the aarch64 check (make npu-check runs both).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,7 +29,13 @@ VERSION="${TORCH_NPU_VERSION:-2.13.0}"
 CACHE="${NPU_CHECK_CACHE:-$ROOT/build/npu-check}"
 MODE="${NPU_CHECK_MODE:--fsyntax-only}"
 JOBS="${NPU_CHECK_JOBS:-2}"
-CXX="${CXX:-g++}"
+ARCH="${NPU_CHECK_ARCH:-x86_64}"
+case "$ARCH" in
+  x86_64) DEFAULT_CXX=g++; SUFFIX="" ;;
+  aarch64) DEFAULT_CXX=aarch64-linux-gnu-g++; SUFFIX="-aarch64" ;;
+  *) echo "npu-check: NPU_CHECK_ARCH must be x86_64 or aarch64, not $ARCH" >&2; exit 2 ;;
+esac
+CXX="${CXX:-$DEFAULT_CXX}"
 
 major="${VERSION%%.*}"
 rest="${VERSION#*.}"
@@ -31,18 +43,18 @@ minor="${rest%%.*}"
 CURRENT_VERSION="V${major}R${minor}"
 
 mkdir -p "$CACHE"
-WHEEL_DIR="$CACHE/wheels/$VERSION"
-HEADERS="$CACHE/torch_npu-$VERSION"
+WHEEL_DIR="$CACHE/wheels/$VERSION$SUFFIX"
+HEADERS="$CACHE/torch_npu-$VERSION$SUFFIX"
 
-# 1. The wheel (any manylinux x86_64 cp311 build of that version: only its headers are used).
-wheel="$(ls "$WHEEL_DIR"/torch_npu-"$VERSION"-*.whl 2>/dev/null | head -n1 || true)"
+# 1. The wheel (any manylinux $ARCH cp311 build of that version: only its headers are used).
+wheel="$(ls "$WHEEL_DIR"/torch_npu-"$VERSION"-*"$ARCH".whl 2>/dev/null | head -n1 || true)"
 if [[ -z "$wheel" ]]; then
   mkdir -p "$WHEEL_DIR"
   echo "npu-check: downloading torch_npu==$VERSION (headers only are used) into $WHEEL_DIR"
   "$PY" -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.11 \
-    --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 \
+    --platform "manylinux_2_28_$ARCH" --platform "manylinux2014_$ARCH" \
     -d "$WHEEL_DIR" "torch-npu==$VERSION"
-  wheel="$(ls "$WHEEL_DIR"/torch_npu-"$VERSION"-*.whl | head -n1)"
+  wheel="$(ls "$WHEEL_DIR"/torch_npu-"$VERSION"-*"$ARCH".whl | head -n1)"
 fi
 
 # 2. Its include/ tree, unpacked once (stamp written last, so an interrupted unpack is redone).
@@ -61,11 +73,13 @@ NPU_INC="$HEADERS/torch_npu/include"
 
 # 3. torch's include paths and ABI flag from the given interpreter.
 mapfile -t TORCH_FLAGS < <("$PY" - <<'PYEOF'
-import sysconfig, torch
+import os, sysconfig, torch
 from torch.utils.cpp_extension import include_paths
+here = os.path.dirname(torch.__file__)
+there = os.environ.get("NPU_CHECK_TORCH_DIR") or here
 for p in include_paths():
-    print("-I" + p)
-print("-I" + sysconfig.get_paths()["include"])
+    print("-I" + os.path.join(there, os.path.relpath(p, here)))
+print("-I" + (os.environ.get("NPU_CHECK_PY_INCLUDE") or sysconfig.get_paths()["include"]))
 print("-D_GLIBCXX_USE_CXX11_ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI))
 PYEOF
 )
@@ -79,29 +93,30 @@ FLAGS=(-std=c++17 -fPIC -Wall -Wno-unused-function -Werror=return-type
 
 mapfile -t SOURCES < <(cd "$ROOT" && ls csrc/npu/*.cpp)
 [[ ${#SOURCES[@]} -gt 0 ]] || { echo "npu-check: no csrc/npu/*.cpp sources" >&2; exit 1; }
-echo "npu-check: compiling ${#SOURCES[@]} sources ($MODE) against torch_npu $VERSION headers, CURRENT_VERSION=$CURRENT_VERSION"
+echo "npu-check: compiling ${#SOURCES[@]} sources ($MODE, $ARCH, $CXX) against torch_npu $VERSION headers, CURRENT_VERSION=$CURRENT_VERSION"
 
-mkdir -p "$CACHE/obj"
+OBJ="$CACHE/obj$SUFFIX"
+mkdir -p "$OBJ"
 fail=0
 pids=()
 names=()
 for src in "${SOURCES[@]}"; do
   name="$(basename "$src" .cpp)"
-  if [[ "$MODE" == "-c" ]]; then out=(-c -o "$CACHE/obj/$name.o"); else out=(-fsyntax-only); fi
-  ( cd "$ROOT" && "$CXX" "${FLAGS[@]}" "${out[@]}" "$src" ) > "$CACHE/obj/$name.log" 2>&1 &
+  if [[ "$MODE" == "-c" ]]; then out=(-c -o "$OBJ/$name.o"); else out=(-fsyntax-only); fi
+  ( cd "$ROOT" && "$CXX" "${FLAGS[@]}" "${out[@]}" "$src" ) > "$OBJ/$name.log" 2>&1 &
   pids+=($!)
   names+=("$src")
   if [[ ${#pids[@]} -ge $JOBS ]]; then
-    if ! wait "${pids[0]}"; then echo "npu-check: FAILED ${names[0]}"; cat "$CACHE/obj/$(basename "${names[0]}" .cpp).log"; fail=1; else echo "npu-check: ok ${names[0]}"; fi
+    if ! wait "${pids[0]}"; then echo "npu-check: FAILED ${names[0]}"; cat "$OBJ/$(basename "${names[0]}" .cpp).log"; fail=1; else echo "npu-check: ok ${names[0]}"; fi
     pids=("${pids[@]:1}")
     names=("${names[@]:1}")
   fi
 done
 for i in "${!pids[@]}"; do
-  if ! wait "${pids[$i]}"; then echo "npu-check: FAILED ${names[$i]}"; cat "$CACHE/obj/$(basename "${names[$i]}" .cpp).log"; fail=1; else echo "npu-check: ok ${names[$i]}"; fi
+  if ! wait "${pids[$i]}"; then echo "npu-check: FAILED ${names[$i]}"; cat "$OBJ/$(basename "${names[$i]}" .cpp).log"; fail=1; else echo "npu-check: ok ${names[$i]}"; fi
 done
 if [[ $fail -ne 0 ]]; then
   echo "npu-check: compile errors against the torch_npu $VERSION headers" >&2
   exit 1
 fi
-echo "npu-check: all ${#SOURCES[@]} csrc/npu sources compile against torch_npu $VERSION"
+echo "npu-check: all ${#SOURCES[@]} csrc/npu sources compile against torch_npu $VERSION ($ARCH)"

@@ -13,11 +13,14 @@
 import glob
 import hashlib
 import os
+import platform
 import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STUB = os.path.join(ROOT, "tests", "npu_stub")
-BUILD = os.path.join(ROOT, "build", "npu_standin")
+# one build directory per architecture: the aarch64 suite (tools/aarch64, under emulation) shares the tree
+BUILD = os.path.join(ROOT, "build", "npu_standin" if platform.machine() == "x86_64"
+                     else f"npu_standin-{platform.machine()}")
 LIB_ENV = "NPU_EXT_ACLNN_STANDIN_LIB"
 
 
