@@ -100,8 +100,14 @@ bool needs_grad(const at::Tensor& t) { return t.defined() && t.requires_grad(); 
 
 bool recording() { return at::GradMode::is_enabled(); }
 
+}  // namespace
+
+// The autograd Functions. Their names are the names of the graph nodes (grad_fn.name(), as
+// "torch::autograd::CppNode<npu_ext::autograd::npu_ext_gelu_backward>"), hence outside the anonymous namespace.
+namespace autograd {
+
 // --------------------------------------------------------------------------------------------------------
-struct GeluFn : public torch::autograd::Function<GeluFn> {
+struct npu_ext_gelu_backward : public torch::autograd::Function<npu_ext_gelu_backward> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, const std::string& approximate) {
     ctx->saved_data["approximate"] = approximate;
     ctx->save_for_backward({self});
@@ -117,11 +123,11 @@ struct GeluFn : public torch::autograd::Function<GeluFn> {
 
 at::Tensor gelu_autograd(const at::Tensor& self, c10::string_view approximate) {
   if (!(recording() && needs_grad(self))) return below_autograd([&] { return gelu_op().call(self, approximate); });
-  return GeluFn::apply(self, std::string(approximate));
+  return npu_ext_gelu_backward::apply(self, std::string(approximate));
 }
 
 // --------------------------------------------------------------------------------------------------------
-struct PreluFn : public torch::autograd::Function<PreluFn> {
+struct npu_ext_prelu_backward : public torch::autograd::Function<npu_ext_prelu_backward> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, const at::Tensor& weight) {
     ctx->save_for_backward({self, weight});
     return below_autograd([&] { return prelu_op().call(self, weight); });
@@ -137,11 +143,11 @@ at::Tensor prelu_autograd(const at::Tensor& self, const at::Tensor& weight) {
   if (!(recording() && (needs_grad(self) || needs_grad(weight)))) {
     return below_autograd([&] { return prelu_op().call(self, weight); });
   }
-  return PreluFn::apply(self, weight);
+  return npu_ext_prelu_backward::apply(self, weight);
 }
 
 // --------------------------------------------------------------------------------------------------------
-struct LogitFn : public torch::autograd::Function<LogitFn> {
+struct npu_ext_logit_backward : public torch::autograd::Function<npu_ext_logit_backward> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, c10::optional<double> eps) {
     ctx->saved_data["eps"] = eps.has_value() ? *eps : -1.0;
     ctx->save_for_backward({self});
@@ -157,11 +163,11 @@ struct LogitFn : public torch::autograd::Function<LogitFn> {
 
 at::Tensor logit_autograd(const at::Tensor& self, c10::optional<double> eps) {
   if (!(recording() && needs_grad(self))) return below_autograd([&] { return logit_op().call(self, eps); });
-  return LogitFn::apply(self, eps);
+  return npu_ext_logit_backward::apply(self, eps);
 }
 
 // --------------------------------------------------------------------------------------------------------
-struct SmsFn : public torch::autograd::Function<SmsFn> {
+struct npu_ext_scaled_masked_softmax_backward : public torch::autograd::Function<npu_ext_scaled_masked_softmax_backward> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& mask, double scale,
                             bool fix_triu_mask) {
     ctx->saved_data["scale"] = scale;
@@ -183,11 +189,11 @@ at::Tensor sms_autograd(const at::Tensor& x, const at::Tensor& mask, double scal
   if (!(recording() && needs_grad(x))) {
     return below_autograd([&] { return sms_op().call(x, mask, scale, fix_triu_mask); });
   }
-  return SmsFn::apply(x, mask, scale, fix_triu_mask);
+  return npu_ext_scaled_masked_softmax_backward::apply(x, mask, scale, fix_triu_mask);
 }
 
 // --------------------------------------------------------------------------------------------------------
-struct GbaFn : public torch::autograd::Function<GbaFn> {
+struct npu_ext_grouped_bias_add_backward : public torch::autograd::Function<npu_ext_grouped_bias_add_backward> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& bias,
                             const c10::optional<at::Tensor>& group_idx, int64_t group_idx_type) {
     ctx->saved_data["group_idx_type"] = group_idx_type;
@@ -216,17 +222,17 @@ at::Tensor gba_autograd(const at::Tensor& x, const at::Tensor& bias, const c10::
   if (!(recording() && (needs_grad(x) || needs_grad(bias)))) {
     return below_autograd([&] { return gba_op().call(x, bias, group_idx, group_idx_type); });
   }
-  return GbaFn::apply(x, bias, group_idx, group_idx_type);
+  return npu_ext_grouped_bias_add_backward::apply(x, bias, group_idx, group_idx_type);
 }
 
-}  // namespace
+}  // namespace autograd
 
 TORCH_LIBRARY_IMPL(npu_ext, Autograd, m) {
-  m.impl("gelu", &gelu_autograd);
-  m.impl("prelu", &prelu_autograd);
-  m.impl("logit", &logit_autograd);
-  m.impl("scaled_masked_softmax", &sms_autograd);
-  m.impl("grouped_bias_add", &gba_autograd);
+  m.impl("gelu", &autograd::gelu_autograd);
+  m.impl("prelu", &autograd::prelu_autograd);
+  m.impl("logit", &autograd::logit_autograd);
+  m.impl("scaled_masked_softmax", &autograd::sms_autograd);
+  m.impl("grouped_bias_add", &autograd::gba_autograd);
 }
 
 }  // namespace npu_ext
