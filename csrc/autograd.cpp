@@ -13,6 +13,8 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/autograd.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
 #include <torch/library.h>
 
 #include <string>
@@ -20,8 +22,6 @@
 namespace npu_ext {
 namespace {
 
-using torch::autograd::AutogradContext;
-using torch::autograd::tensor_list;
 
 template <typename Sig>
 c10::TypedOperatorHandle<Sig> op(const char* name, const char* overload = "") {
@@ -102,127 +102,167 @@ bool recording() { return at::GradMode::is_enabled(); }
 
 }  // namespace
 
-// The autograd Functions. Their names are the names of the graph nodes (grad_fn.name(), as
-// "torch::autograd::CppNode<npu_ext::autograd::npu_ext_gelu_backward>"), hence outside the anonymous namespace.
+// The graph nodes, written like the nodes ATen generates for its own derivatives (a Node subclass with its
+// SavedVariables, attached with set_history): no AutogradContext, no IValue map, no output wrapping, so a
+// training step costs what an ATen op's does. name() is what grad_fn.name() shows.
 namespace autograd {
 
-// --------------------------------------------------------------------------------------------------------
-struct npu_ext_gelu_backward : public torch::autograd::Function<npu_ext_gelu_backward> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, const std::string& approximate) {
-    ctx->saved_data["approximate"] = approximate;
-    ctx->save_for_backward({self});
-    return below_autograd([&] { return gelu_op().call(self, approximate); });
-  }
-  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const auto saved = ctx->get_saved_variables();
-    const std::string approximate = ctx->saved_data["approximate"].toStringRef();
-    at::Tensor gi = backward_op([&] { return gelu_bwd_op().call(grads[0], saved[0], approximate); });
-    return {gi, at::Tensor()};
+using torch::autograd::Node;
+using torch::autograd::SavedVariable;
+using torch::autograd::variable_list;
+
+// Attaches `node` (its next edges: the inputs' gradient edges) as the grad_fn of `result`.
+template <typename N, typename... Inputs>
+c10::intrusive_ptr<N> attach(at::Tensor& result, const Inputs&... inputs) {
+  auto node = c10::make_intrusive<N>();
+  node->set_next_edges(torch::autograd::collect_next_edges(inputs...));
+  torch::autograd::set_history(result, node);
+  return node;
+}
+
+struct GeluBackward : public Node {
+  SavedVariable self_;
+  std::string approximate_;
+  std::string name() const override { return "npu_ext_gelu_backward"; }
+  void release_variables() override { self_.reset_data(); }
+  variable_list apply(variable_list&& grads) override {
+    variable_list out(1);
+    if (task_should_compute_output(0) && grads[0].defined()) {
+      const at::Tensor x = self_.unpack();
+      out[0] = backward_op([&] { return gelu_bwd_op().call(grads[0], x, approximate_); });
+    }
+    return out;
   }
 };
 
 at::Tensor gelu_autograd(const at::Tensor& self, c10::string_view approximate) {
-  if (!(recording() && needs_grad(self))) return below_autograd([&] { return gelu_op().call(self, approximate); });
-  return npu_ext_gelu_backward::apply(self, std::string(approximate));
+  at::Tensor result = below_autograd([&] { return gelu_op().call(self, approximate); });
+  if (recording() && needs_grad(self)) {
+    auto node = attach<GeluBackward>(result, self);
+    node->self_ = SavedVariable(self, false);
+    node->approximate_ = std::string(approximate);
+  }
+  return result;
 }
 
-// --------------------------------------------------------------------------------------------------------
-struct npu_ext_prelu_backward : public torch::autograd::Function<npu_ext_prelu_backward> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, const at::Tensor& weight) {
-    ctx->save_for_backward({self, weight});
-    return below_autograd([&] { return prelu_op().call(self, weight); });
+struct PreluBackward : public Node {
+  SavedVariable self_, weight_;
+  std::string name() const override { return "npu_ext_prelu_backward"; }
+  void release_variables() override {
+    self_.reset_data();
+    weight_.reset_data();
   }
-  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const auto saved = ctx->get_saved_variables();
-    auto [gi, gw] = backward_op([&] { return prelu_bwd_op().call(grads[0], saved[0], saved[1]); });
-    return {ctx->needs_input_grad(0) ? gi : at::Tensor(), ctx->needs_input_grad(1) ? gw : at::Tensor()};
+  variable_list apply(variable_list&& grads) override {
+    variable_list out(2);
+    const bool gi = task_should_compute_output(0), gw = task_should_compute_output(1);
+    if ((gi || gw) && grads[0].defined()) {
+      const at::Tensor x = self_.unpack(), w = weight_.unpack();
+      auto [d_x, d_w] = backward_op([&] { return prelu_bwd_op().call(grads[0], x, w); });
+      if (gi) out[0] = d_x;
+      if (gw) out[1] = d_w;
+    }
+    return out;
   }
 };
 
 at::Tensor prelu_autograd(const at::Tensor& self, const at::Tensor& weight) {
-  if (!(recording() && (needs_grad(self) || needs_grad(weight)))) {
-    return below_autograd([&] { return prelu_op().call(self, weight); });
+  at::Tensor result = below_autograd([&] { return prelu_op().call(self, weight); });
+  if (recording() && (needs_grad(self) || needs_grad(weight))) {
+    auto node = attach<PreluBackward>(result, self, weight);
+    node->self_ = SavedVariable(self, false);
+    node->weight_ = SavedVariable(weight, false);
   }
-  return npu_ext_prelu_backward::apply(self, weight);
+  return result;
 }
 
-// --------------------------------------------------------------------------------------------------------
-struct npu_ext_logit_backward : public torch::autograd::Function<npu_ext_logit_backward> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, c10::optional<double> eps) {
-    ctx->saved_data["eps"] = eps.has_value() ? *eps : -1.0;
-    ctx->save_for_backward({self});
-    return below_autograd([&] { return logit_op().call(self, eps); });
-  }
-  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const auto saved = ctx->get_saved_variables();
-    const double eps = ctx->saved_data["eps"].toDouble();
-    at::Tensor gi = backward_op([&] { return logit_grad_op().call(saved[0], grads[0], eps); });
-    return {gi, at::Tensor()};
+struct LogitBackward : public Node {
+  SavedVariable self_;
+  double eps_ = -1.0;
+  std::string name() const override { return "npu_ext_logit_backward"; }
+  void release_variables() override { self_.reset_data(); }
+  variable_list apply(variable_list&& grads) override {
+    variable_list out(1);
+    if (task_should_compute_output(0) && grads[0].defined()) {
+      const at::Tensor x = self_.unpack();
+      out[0] = backward_op([&] { return logit_grad_op().call(x, grads[0], eps_); });
+    }
+    return out;
   }
 };
 
 at::Tensor logit_autograd(const at::Tensor& self, c10::optional<double> eps) {
-  if (!(recording() && needs_grad(self))) return below_autograd([&] { return logit_op().call(self, eps); });
-  return npu_ext_logit_backward::apply(self, eps);
+  at::Tensor result = below_autograd([&] { return logit_op().call(self, eps); });
+  if (recording() && needs_grad(self)) {
+    auto node = attach<LogitBackward>(result, self);
+    node->self_ = SavedVariable(self, false);
+    node->eps_ = eps.has_value() ? *eps : -1.0;
+  }
+  return result;
 }
 
-// --------------------------------------------------------------------------------------------------------
-struct npu_ext_scaled_masked_softmax_backward : public torch::autograd::Function<npu_ext_scaled_masked_softmax_backward> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& mask, double scale,
-                            bool fix_triu_mask) {
-    ctx->saved_data["scale"] = scale;
-    ctx->saved_data["fix_triu_mask"] = fix_triu_mask;
-    at::Tensor y = below_autograd([&] { return sms_op().call(x, mask, scale, fix_triu_mask); });
-    ctx->save_for_backward({y, mask});
-    return y;
+struct ScaledMaskedSoftmaxBackward : public Node {
+  SavedVariable result_, mask_;
+  double scale_ = 1.0;
+  bool fix_triu_mask_ = false;
+  std::string name() const override { return "npu_ext_scaled_masked_softmax_backward"; }
+  void release_variables() override {
+    result_.reset_data();
+    mask_.reset_data();
   }
-  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const auto saved = ctx->get_saved_variables();
-    const double scale = ctx->saved_data["scale"].toDouble();
-    const bool fix = ctx->saved_data["fix_triu_mask"].toBool();
-    at::Tensor gi = backward_op([&] { return sms_bwd_op().call(grads[0], saved[0], saved[1], scale, fix); });
-    return {gi, at::Tensor(), at::Tensor(), at::Tensor()};
+  variable_list apply(variable_list&& grads) override {
+    variable_list out(2);  // x, mask (never differentiable)
+    if (task_should_compute_output(0) && grads[0].defined()) {
+      const at::Tensor y = result_.unpack(getptr()), m = mask_.unpack();
+      out[0] = backward_op([&] { return sms_bwd_op().call(grads[0], y, m, scale_, fix_triu_mask_); });
+    }
+    return out;
   }
 };
 
 at::Tensor sms_autograd(const at::Tensor& x, const at::Tensor& mask, double scale, bool fix_triu_mask) {
-  if (!(recording() && needs_grad(x))) {
-    return below_autograd([&] { return sms_op().call(x, mask, scale, fix_triu_mask); });
+  at::Tensor result = below_autograd([&] { return sms_op().call(x, mask, scale, fix_triu_mask); });
+  if (recording() && needs_grad(x)) {
+    auto node = attach<ScaledMaskedSoftmaxBackward>(result, x, mask);
+    node->result_ = SavedVariable(result, true);
+    node->mask_ = SavedVariable(mask, false);
+    node->scale_ = scale;
+    node->fix_triu_mask_ = fix_triu_mask;
   }
-  return npu_ext_scaled_masked_softmax_backward::apply(x, mask, scale, fix_triu_mask);
+  return result;
 }
 
-// --------------------------------------------------------------------------------------------------------
-struct npu_ext_grouped_bias_add_backward : public torch::autograd::Function<npu_ext_grouped_bias_add_backward> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& bias,
-                            const c10::optional<at::Tensor>& group_idx, int64_t group_idx_type) {
-    ctx->saved_data["group_idx_type"] = group_idx_type;
-    ctx->saved_data["bias_shape"] = bias.sym_sizes();  // symbolic while tracing
-    ctx->saved_data["has_group_idx"] = group_idx.has_value() && group_idx->defined();
-    ctx->save_for_backward({group_idx.has_value() ? *group_idx : at::Tensor()});
-    return below_autograd([&] { return gba_op().call(x, bias, group_idx, group_idx_type); });
-  }
-  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const auto saved = ctx->get_saved_variables();
-    const int64_t type = ctx->saved_data["group_idx_type"].toInt();
-    const c10::optional<at::Tensor> group_idx =
-        ctx->saved_data["has_group_idx"].toBool() ? c10::optional<at::Tensor>(saved[0]) : c10::nullopt;
-    at::Tensor d_x = ctx->needs_input_grad(0) ? grads[0] : at::Tensor();
-    at::Tensor d_bias;
-    if (ctx->needs_input_grad(1)) {
-      d_bias = backward_op([&] { return gba_grad_op().call(grads[0], group_idx, type); })
-                   .reshape_symint(ctx->saved_data["bias_shape"].toSymIntVector());
+struct GroupedBiasAddBackward : public Node {
+  SavedVariable group_idx_;
+  bool has_group_idx_ = false;
+  int64_t group_idx_type_ = 0;
+  std::vector<c10::SymInt> bias_shape_;
+  std::string name() const override { return "npu_ext_grouped_bias_add_backward"; }
+  void release_variables() override { group_idx_.reset_data(); }
+  variable_list apply(variable_list&& grads) override {
+    variable_list out(3);  // x, bias, group_idx (never differentiable)
+    if (!grads[0].defined()) return out;
+    if (task_should_compute_output(0)) out[0] = grads[0];
+    if (task_should_compute_output(1)) {
+      const c10::optional<at::Tensor> group_idx =
+          has_group_idx_ ? c10::optional<at::Tensor>(group_idx_.unpack()) : c10::nullopt;
+      out[1] = backward_op([&] { return gba_grad_op().call(grads[0], group_idx, group_idx_type_); })
+                   .reshape_symint(bias_shape_);
     }
-    return {d_x, d_bias, at::Tensor(), at::Tensor()};
+    return out;
   }
 };
 
 at::Tensor gba_autograd(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
                         int64_t group_idx_type) {
-  if (!(recording() && (needs_grad(x) || needs_grad(bias)))) {
-    return below_autograd([&] { return gba_op().call(x, bias, group_idx, group_idx_type); });
+  at::Tensor result = below_autograd([&] { return gba_op().call(x, bias, group_idx, group_idx_type); });
+  if (recording() && (needs_grad(x) || needs_grad(bias))) {
+    auto node = attach<GroupedBiasAddBackward>(result, x, bias, group_idx);
+    node->has_group_idx_ = group_idx.has_value() && group_idx->defined();
+    if (node->has_group_idx_) node->group_idx_ = SavedVariable(*group_idx, false);
+    node->group_idx_type_ = group_idx_type;
+    node->bias_shape_ = bias.sym_sizes().vec();  // symbolic while tracing
   }
-  return npu_ext_grouped_bias_add_backward::apply(x, bias, group_idx, group_idx_type);
+  return result;
 }
 
 }  // namespace autograd

@@ -4,7 +4,7 @@ Every formula is registered on the generic ``Autograd`` dispatch key (not a per-
 CPU, on an NPU (torch_npu, PrivateUse1) and on any other device, and it is traced by torch.compile and
 torch.export like any ATen derivative.
 
-* Forward ops: their autograd is C++ (csrc/autograd.cpp, torch::autograd::Function kernels), so a training
+* Forward ops: their autograd is C++ (csrc/autograd.cpp, autograd nodes like ATen's), so a training
   step through torch_ext.gelu & co. costs no Python beyond the call itself. The gradient of each forward op is
   the matching npu_ext backward operator (gelu -> gelu_backward_v2, prelu -> prelu_backward, logit ->
   logit_grad, scaled_masked_softmax -> scaled_masked_softmax_backward, grouped_bias_add ->
