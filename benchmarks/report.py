@@ -119,7 +119,8 @@ def markdown_table(records, info, detail=False, sizes=MAIN_SIZES):
     percall = [r for r in records if r["size"] in PERCALL_SIZES]
     if percall:
         lines += ["", "Per-call cost: forward + backward through torch_ext at 256 and 4096 elements, 1 thread "
-                  "(fixed costs: Python, dispatcher, autograd):", ""]
+                  "(fixed costs: Python, dispatcher, autograd), timed as the thread's CPU time (robust to other "
+                  "processes; both sides alike):", ""]
         lines += table(percall)
     big = [r for r in records if r["size"] == "xlarge"]
     if big:

@@ -85,7 +85,31 @@ def machine_info():
 DISTURBED_SPREAD = 1.3  # max / min of the per-round medians of a candidate beyond which a result is flagged
 
 
-def timed(fns, threads, rounds, min_run_time, spreads=None):
+def _cpu_timer(fn, min_run_time):
+    """Seconds of this thread's CPU time per call (time.thread_time: time the thread was descheduled for other
+    processes is not counted). Only for 1-thread cases whose work all runs on the calling thread."""
+    number = 1
+    while True:
+        t0 = time.perf_counter()
+        c0 = time.thread_time()
+        for _ in range(number):
+            fn()
+        c1 = time.thread_time()
+        if time.perf_counter() - t0 >= min_run_time / 4 or number >= 1 << 20:
+            break
+        number *= 4
+    reps = []
+    deadline = time.perf_counter() + min_run_time
+    reps.append((c1 - c0) / number)
+    while time.perf_counter() < deadline:
+        c0 = time.thread_time()
+        for _ in range(number):
+            fn()
+        reps.append((time.thread_time() - c0) / number)
+    return reps
+
+
+def timed(fns, threads, rounds, min_run_time, spreads=None, cpu_time=False):
     """Median seconds per call of each callable, timed in interleaved rounds (the order alternates between
     rounds). Failing callables -> None. `spreads`, if given, receives max/min of each one's per-round medians."""
     ok = {}
@@ -100,6 +124,11 @@ def timed(fns, threads, rounds, min_run_time, spreads=None):
     order = list(ok)
     for r in range(rounds):
         for name in (order if r % 2 == 0 else order[::-1]):
+            if cpu_time:
+                reps = _cpu_timer(ok[name], min_run_time)
+                times[name].extend(reps)
+                per_round[name].append(statistics.median(reps))
+                continue
             m = benchmark.Timer(stmt="fn()", globals={"fn": ok[name]}, num_threads=threads).blocked_autorange(
                 min_run_time=min_run_time)
             times[name].extend(m.times)
@@ -128,7 +157,8 @@ def run_case(case, threads, mode):
     copy_name = "__copy__"
     fns[copy_name] = lambda: dst.copy_(src)
     spreads = {}
-    med = timed(fns, threads, mode["rounds"], mode["min_run_time"], spreads)
+    cpu_time = case.cpu_time and threads == 1
+    med = timed(fns, threads, mode["rounds"] + (2 if cpu_time else 0), mode["min_run_time"], spreads, cpu_time)
     copy_gbps = 8 * n_copy / med.pop(copy_name) / 1e9
     ext_s = med.pop("npu_ext", None)
     if ext_s is None:
@@ -152,6 +182,7 @@ def run_case(case, threads, mode):
         "roofline_frac": gbps / copy_gbps,
         "references_ms": ref_ms,
         "round_spread": {k: round(v, 3) for k, v in spreads.items()},
+        "timing": "thread CPU time" if cpu_time else "wall time",
     }
     # Disturbed: the rounds of npu_ext, the best alternative or the copy disagree, or the kernel "beats" the
     # copy roofline (only a copy timed while another process held the cores can make that happen).
@@ -167,6 +198,24 @@ def run_case(case, threads, mode):
             f"{worst:.2f}x{' and it beats the copy roofline' if rec['roofline_frac'] > 1.05 else ''}; other "
             f"processes shared the cores. Ratio unreliable: rerun on a quiet machine.")
     return rec
+
+
+def _flag_stalled_multithread(records):
+    """A multi-thread result slower than the 1-thread result of the same case (npu_ext or its best alternative)
+    means another process held the other core(s): the threads waited for each other at every barrier. Flag it
+    (its ratio compares two stalls, not two kernels)."""
+    one = {(r["op"], r["dtype"], r["size"]): r for r in records if r["threads"] == 1}
+    for r in records:
+        base = one.get((r["op"], r["dtype"], r["size"]))
+        if r["threads"] == 1 or base is None:
+            continue
+        slow_ext = r["npu_ext_ms"] > 1.1 * base["npu_ext_ms"]
+        b1 = base["baselines_ms"].get(r["best_baseline"]) if r["best_baseline"] else None
+        slow_base = b1 is not None and r["best_baseline_ms"] > 1.1 * b1
+        if (slow_ext or slow_base) and not r.get("disturbed"):
+            r["disturbed"] = True
+            log(f"WARNING: {r['op']} {r['dtype']} {r['size']} threads={r['threads']}: slower than on 1 thread "
+                f"({'npu_ext' if slow_ext else r['best_baseline']}); another process held a core. Flagged ~.")
 
 
 def main(argv=None):
@@ -234,6 +283,7 @@ def main(argv=None):
                 finally:
                     torch.set_num_threads(all_threads)
         del cases
+    _flag_stalled_multithread(records)
     info["elapsed_s"] = round(time.time() - t0, 1)
     info["mode"] = mode_name
     info["command"] = "python -m benchmarks.run " + " ".join(argv)
