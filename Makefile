@@ -44,8 +44,9 @@ test: build npu-check
 	  ATEN_CPU_CAPABILITY=$$cap $(PY) -m pytest tests -q || exit 1; \
 	done
 
+# make bench BENCH_ARGS=--variants: once per kernel variant the CPU has (see README, Performance).
 bench: build
-	$(PY) -m benchmarks.run --quick
+	$(PY) -m benchmarks.run --quick $(BENCH_ARGS)
 
 bench-full: build
 	$(PY) -m benchmarks.run --full

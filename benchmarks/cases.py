@@ -42,6 +42,14 @@ class Case:
     # Baselines that must be rebuilt when the thread count changes (torch.compile bakes the count in).
     compiled: Dict[str, Callable[[], Callable[[], object]]] = dataclasses.field(default_factory=dict)
     note: str = ""
+    # Thread counts this case runs with (None: every count of the run). Per-call rows: 1 thread.
+    threads: Optional[tuple] = None
+    # Reference timings shown next to the result but never counted as a PyTorch alternative, e.g. the floor
+    # "allocate the output + one pass over the data" for outputs that are fresh mmap'd pages.
+    references: Dict[str, Callable[[], object]] = dataclasses.field(default_factory=dict)
+    # Time with the thread's CPU time instead of wall time (1-thread per-call cases: robust to other
+    # processes taking the core; everything such a case runs is on the calling thread).
+    cpu_time: bool = False
 
 
 def _gen(seed=0):
@@ -152,6 +160,8 @@ def softmax_cases(dtype, size, with_inductor=True):
             "aten._masked_softmax_backward": lambda: aten._masked_softmax_backward(g, y, mask_full, 3),
         },
         compiled=compiled,
+        # The floor of any out-of-place kernel here: a fresh output (page faults above 32 MB) + one pass.
+        references={"floor: empty+copy": lambda: torch.empty_like(g).copy_(g)},
     )
 
 
@@ -193,6 +203,18 @@ def training_cases(dtype, size) -> List[Case]:
     return [_training_case(name, dtype, size, gen) for name in TRAINING]
 
 
+def percall_cases(size) -> List[Case]:
+    """Forward + backward at a tiny size (samples.PERCALL_SIZES: 256 / 4096 elements), fp32, 1 thread: the
+    per-call cost of the torch_ext API (Python, dispatcher, autograd) against plain PyTorch."""
+    gen = _gen(7)
+    out = []
+    for name in TRAINING:
+        case = _training_case(name, torch.float32, size, gen)
+        case.threads, case.cpu_time = (1,), True
+        out.append(case)
+    return out
+
+
 def _dname(dtype):
     return {v: k for k, v in DTYPES.items()}[dtype]
 
@@ -201,10 +223,18 @@ def _fmt(shape):
     return "x".join(str(s) for s in shape)
 
 
+PERCALL_SIZES = samples.PERCALL_SIZES
+
+
 def build_cases(sizes, dtypes, ops: Optional[List[str]] = None, inductor_sizes=("large",),
-                training_sizes=("large",)) -> List[Callable[[], List[Case]]]:
+                training_sizes=("large",), percall_sizes=PERCALL_SIZES,
+                xlarge=True) -> List[Callable[[], List[Case]]]:
     """Lazily built cases (inputs are allocated only when a case runs), in run order."""
     makers = []
+    want_fwd = not ops or any("fwd" in o or "train" in o or "percall" in o for o in ops)
+    if want_fwd and "fp32" in dtypes:
+        for size in percall_sizes:
+            makers.append(("fwd+bwd per call", functools.partial(percall_cases, size)))
     for size in sizes:
         for dname in dtypes:
             dt = DTYPES[dname]
@@ -223,4 +253,9 @@ def build_cases(sizes, dtypes, ops: Optional[List[str]] = None, inductor_sizes=(
                 makers.append((name, lambda mk=mk: [mk()]))
             if size in training_sizes and (not ops or any("fwd" in o or "train" in o for o in ops)):
                 makers.append(("fwd+bwd", functools.partial(training_cases, dt, size)))
+    # One case whose output is above 32 MB (fresh mmap'd pages on every call): fp32 softmax backward at
+    # samples' "xlarge" size (4x16x512x512, a 64 MB output).
+    if xlarge and "fp32" in dtypes and (not ops or any(o in "scaled_masked_softmax_backward" for o in ops)):
+        makers.append(("scaled_masked_softmax_backward",
+                       lambda: [softmax_cases(torch.float32, "xlarge", False)]))
     return makers

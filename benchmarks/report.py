@@ -7,12 +7,38 @@ import csv
 import json
 import os
 
-SIZE_ORDER = {"small": 0, "medium": 1, "large": 2}
+SIZE_ORDER = {"256": -2, "4096": -1, "small": 0, "medium": 1, "large": 2, "xlarge": 3}
+PERCALL_SIZES = ("256", "4096")
+MAIN_SIZES = ("large",)
+
+
+def target(rec):
+    """The speedup target of a result (issue 11), against the alternative its speedup is measured against."""
+    op, dtype = rec["op"], rec["dtype"]
+    if op.startswith("gelu_backward_v2[erf"):
+        return 1.5
+    if op.startswith("gelu_backward_v2[tanh"):
+        return 2.0
+    if op == "logit_grad":
+        return 1.0 if dtype == "fp32" else 1.5
+    if op == "prelu_backward":
+        return 5.0
+    if op == "grouped_bias_add_grad":
+        return 2.0
+    if op == "scaled_masked_softmax_backward":
+        return 1.3 if str(rec.get("best_baseline", "")).startswith("inductor") else 5.0
+    if "fwd+bwd" in op:
+        return 1.0
+    return None
+
+
+def _size_label(rec):
+    return f"{rec['size']} el." if rec["size"] in PERCALL_SIZES else rec["size"]
 
 
 def _sorted(records):
-    return sorted(records, key=lambda r: (r["op"], ["fp32", "bf16", "fp16"].index(r["dtype"]),
-                                          SIZE_ORDER.get(r["size"], 9), r["threads"]))
+    return sorted(records, key=lambda r: (r["op"], SIZE_ORDER.get(r["size"], 9),
+                                          ["fp32", "bf16", "fp16"].index(r["dtype"]), r["threads"]))
 
 
 def write_all(records, info, out_dir, mode):
@@ -53,42 +79,106 @@ def _ratio(x):
     return "-" if x is None else f"{x:.2f}x"
 
 
-def markdown_table(records, info, detail=False, sizes=("large",)):
+def markdown_table(records, info, detail=False, sizes=MAIN_SIZES):
     lines = []
     threads = sorted({r["threads"] for r in records})
+    variant = info.get("variant_tag") or info["npu_ext_cpu_capability"]
     lines.append(f"Machine: {info['cpu']}, {info['logical_cpus']} logical CPUs; torch {info['torch']}; "
-                 f"npu_ext kernels {info['npu_ext_cpu_capability']} (ATen {info['aten_cpu_capability']}); "
-                 f"threads {', '.join(map(str, threads))}; {info.get('mode', '')} mode, {info['date']}.")
+                 f"variant **{variant}** (npu_ext kernels {info['npu_ext_cpu_capability']}, ATen "
+                 f"{info['aten_cpu_capability']}); threads {', '.join(map(str, threads))}; "
+                 f"{info.get('mode', '')} mode, {info['date']}.")
     lines.append("")
-    lines.append("Speedup = time of the fastest PyTorch alternative / time of npu_ext (medians, same run). "
-                 "GB/s = ideal bytes moved / time; % copy = that bandwidth over a tensor copy moving as many "
-                 "bytes with the same threads (the copy roofline).")
+    lines.append("Speedup = time of the fastest PyTorch alternative / time of npu_ext (medians of interleaved "
+                 "rounds, same run). GB/s = ideal bytes moved / time; % copy = that bandwidth over a tensor copy "
+                 "moving as many bytes with the same threads, timed in the same rounds. ~ = disturbed by other "
+                 "load (rounds differ by > 30%): unreliable.")
     lines.append("")
 
     def table(rows):
         out = ["| op | dtype | size | threads | npu_ext ms | fastest PyTorch alternative | its ms | speedup "
-               "| other alternatives | GB/s | % copy |",
-               "|---|---|---|---:|---:|---|---:|---:|---|---:|---:|"]
+               "| target | other alternatives | GB/s | % copy |",
+               "|---|---|---|---:|---:|---|---:|---:|---:|---|---:|---:|"]
         for r in _sorted(rows):
             others = "; ".join(f"{k} {_ratio(v)}" for k, v in r["speedup_vs"].items() if k != r["best_baseline"])
+            refs = "; ".join(f"{k} {v:.3f} ms" for k, v in r.get("references_ms", {}).items())
+            if refs:
+                others = f"{others}; {refs}" if others else refs
+            t = target(r)
+            mark = "" if t is None or r["speedup"] is None else (" ✓" if r["speedup"] >= t else " ✗")
+            dist = "~" if r.get("disturbed") else ""
             out.append(
-                f"| {r['op']} | {r['dtype']} | {r['size']} | {r['threads']} | {r['npu_ext_ms']:.3f} | "
+                f"| {r['op']} | {r['dtype']} | {_size_label(r)} | {r['threads']} | {r['npu_ext_ms']:.3f} | "
                 f"{r['best_baseline'] or '-'} | "
                 f"{'-' if r['best_baseline_ms'] is None else format(r['best_baseline_ms'], '.3f')} | "
-                f"**{_ratio(r['speedup'])}** | {others or '-'} | {r['gbps']:.1f} | {r['roofline_frac']:.0%} |")
+                f"**{dist}{_ratio(r['speedup'])}**{mark} | {'-' if t is None else format(t, 'g') + 'x'} | "
+                f"{others or '-'} | {r['gbps']:.1f} | {dist}{r['roofline_frac']:.0%} |")
         return out
 
     main_rows = [r for r in records if r["size"] in sizes]
     lines += table(main_rows)
+    percall = [r for r in records if r["size"] in PERCALL_SIZES]
+    if percall:
+        lines += ["", "Per-call cost: forward + backward through torch_ext at 256 and 4096 elements, 1 thread "
+                  "(fixed costs: Python, dispatcher, autograd), timed as the thread's CPU time (robust to other "
+                  "processes; both sides alike):", ""]
+        lines += table(percall)
+    big = [r for r in records if r["size"] == "xlarge"]
+    if big:
+        lines += ["", "Output above 32 MB (fresh mmap'd pages on every call, for npu_ext and PyTorch alike; "
+                  "compare with the floor \"empty+copy\" = allocate the output + one pass):", ""]
+        lines += table(big)
     if detail:
-        rest = [r for r in records if r["size"] not in sizes]
+        rest = [r for r in records if r["size"] not in sizes and r["size"] not in PERCALL_SIZES
+                and r["size"] != "xlarge"]
         if rest:
             lines += ["", "Other sizes:", ""]
             lines += table(rest)
     return "\n".join(lines)
 
 
+def variant_summary(runs):
+    """A compact table: the speedup of every large-size and per-call result, one column per variant."""
+    keys = []
+    by = {}
+    for v, data in runs:
+        for r in _sorted(data["results"]):
+            if r["size"] not in MAIN_SIZES + PERCALL_SIZES + ("xlarge",):
+                continue
+            k = (r["op"], r["dtype"], _size_label(r), r["threads"])
+            if k not in by:
+                keys.append(k)
+                by[k] = {}
+            by[k][v] = r
+    names = [v for v, _ in runs]
+    info = runs[0][1]["machine"]
+    out = [f"Speedup vs the fastest PyTorch alternative per kernel variant (ATen forced to the same capability) "
+           f"- {info['cpu']}, {info['logical_cpus']} logical CPUs, torch {info['torch']}. ~ = disturbed.", "",
+           "| op | dtype | size | threads | target | " + " | ".join(names) + " |",
+           "|---|---|---|---:|---:|" + "---:|" * len(names)]
+    for k in keys:
+        cells = []
+        t = None
+        for v in names:
+            r = by[k].get(v)
+            if r is None or r["speedup"] is None:
+                cells.append("-")
+                continue
+            t = target(r)
+            ok = "" if t is None else (" ✓" if r["speedup"] >= t else " ✗")
+            cells.append(f"{'~' if r.get('disturbed') else ''}{r['speedup']:.2f}x{ok}")
+        out.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {'-' if t is None else format(t, 'g') + 'x'} | "
+                   + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def _short(op):
+    return (op.replace("scaled_masked_softmax", "sm_softmax").replace("grouped_bias_add", "grouped_bias")
+            .replace("_backward", "_bw"))
+
+
 def plot(records, info, path):
+    """One panel per op (large size; bars: dtype x threads, the target as a black dash over each bar) and a
+    panel of the per-call rows (fwd+bwd at 256 and 4096 elements, 1 thread)."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -96,33 +186,74 @@ def plot(records, info, path):
     except ImportError:
         print("matplotlib not installed: no PNG chart (pip install -r requirements-dev.txt)")
         return False
-    rows = [r for r in _sorted(records) if r["size"] == "large" and r["speedup"]]
-    if not rows:
+    rows = [r for r in _sorted(records) if r["speedup"]]
+    large = [r for r in rows if r["size"] in MAIN_SIZES]
+    percall = [r for r in rows if r["size"] in PERCALL_SIZES]
+    ops = []
+    for r in large:
+        if r["op"] not in ops:
+            ops.append(r["op"])
+    ops = [o for o in ops if "fwd+bwd" not in o] + [o for o in ops if "fwd+bwd" in o]
+    panels = [(op, [r for r in large if r["op"] == op]) for op in ops]
+    if percall:
+        panels.append(("fwd+bwd per call (1 thread)", percall))
+    if not panels:
         return False
-    threads = sorted({r["threads"] for r in rows})
-    labels = []
-    for r in rows:
-        lab = f"{r['op']}\n{r['dtype']}"
-        if lab not in labels:
-            labels.append(lab)
-    fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(labels) * len(threads)), 5.5))
-    width = 0.8 / len(threads)
-    for k, th in enumerate(threads):
-        vals = []
-        for lab in labels:
-            match = [r["speedup"] for r in rows if f"{r['op']}\n{r['dtype']}" == lab and r["threads"] == th]
-            vals.append(match[0] if match else 0)
-        xs = [i + (k - (len(threads) - 1) / 2) * width for i in range(len(labels))]
-        ax.bar(xs, vals, width, label=f"{th} thread{'s' if th > 1 else ''}")
-    ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_yscale("log")
-    ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels([lab.replace("_backward", "_bw").replace("scaled_masked_softmax", "smsoftmax")
-                        for lab in labels], rotation=70, fontsize=7)
-    ax.set_ylabel("speedup vs fastest PyTorch alternative (log)")
-    ax.set_title(f"npu_ext CPU kernels, large size - {info['cpu']}, torch {info['torch']}", fontsize=9)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    threads = sorted({r["threads"] for r in large}) or [1]
+    colors = {"fp32": "#4C72B0", "bf16": "#DD8452", "fp16": "#55A868"}
+    ncols = 3 if len(panels) > 4 else len(panels)
+    nrows = (len(panels) + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.1 * nrows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    for ax, (title, rs) in zip(axes.flat, panels):
+        if title.startswith("fwd+bwd per call"):
+            groups = []
+            for r in rs:
+                g = r["op"].replace(" fwd+bwd", "")
+                if g not in groups:
+                    groups.append(g)
+            labels = [_short(g).replace("_", "_\n", 1) if len(g) > 10 else g for g in groups]
+            sizes = [s_ for s_ in PERCALL_SIZES if any(r["size"] == s_ for r in rs)]
+            bars = [[next((r for r in rs if r["op"].replace(" fwd+bwd", "") == g and r["size"] == s_), None)
+                     for s_ in sizes] for g in groups]
+            series = [f"{s_} el." for s_ in sizes]
+        else:
+            dtypes = [d for d in ("fp32", "bf16", "fp16") if any(r["dtype"] == d for r in rs)]
+            labels = dtypes
+            bars = [[next((r for r in rs if r["dtype"] == d and r["threads"] == th), None) for th in threads]
+                    for d in dtypes]
+            series = [f"{th} thread{'s' if th > 1 else ''}" for th in threads]
+        n = len(series)
+        width = 0.8 / n
+        ymax = 1.2
+        for i, group in enumerate(bars):
+            for k, r in enumerate(group):
+                if r is None:
+                    continue
+                x = i + (k - (n - 1) / 2) * width
+                alpha = 1.0 if k == n - 1 else 0.55
+                ax.bar(x, r["speedup"], width * 0.92, color=colors.get(r["dtype"], "#888888"),
+                       alpha=alpha, hatch="//" if r.get("disturbed") else None, edgecolor="white")
+                ax.text(x, r["speedup"], f"{r['speedup']:.2f}", ha="center", va="bottom", fontsize=6.5)
+                t = target(r)
+                if t:
+                    ax.plot([x - width / 2, x + width / 2], [t, t], color="black", linewidth=1.6)
+                    ymax = max(ymax, t * 1.15)
+                ymax = max(ymax, r["speedup"] * 1.18)
+        ax.axhline(1.0, color="grey", linewidth=0.6, linestyle=":")
+        ax.set_ylim(0, ymax)
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, fontsize=7)
+        ax.set_title(_short(title), fontsize=9)
+        ax.tick_params(axis="y", labelsize=7)
+        if n > 1:
+            ax.text(0.01, 0.98, "bars: " + " | ".join(series) + " (darker)", transform=ax.transAxes,
+                    fontsize=6, va="top")
+    variant = info.get("variant_tag") or info["npu_ext_cpu_capability"]
+    fig.suptitle(f"npu_ext speedup vs fastest PyTorch way (large size; black dash = target; hatched = disturbed)"
+                 f"\n{info['cpu']}, variant {variant}, torch {info['torch']}", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return True

@@ -1,10 +1,146 @@
-// The Python module torch_ext._C. It exports nothing: importing it loads the shared library, whose static
-// initialisers register the npu_ext schemas (schemas.cpp) and the per-device kernels with the dispatcher.
+// The Python module torch_ext._C. Importing it loads the shared library, whose static initialisers register
+// the npu_ext schemas (schemas.cpp) and the per-device kernels with the dispatcher.
+//
+// It also exports the eager fast path of the torch_ext functional API (_gelu, _prelu, _logit,
+// _scaled_masked_softmax, _grouped_bias_add): each converts its arguments and makes one unboxed dispatcher call
+// of the op, as PyTorch's own generated bindings do, instead of the boxed torch.ops path (~2 us less per call).
+// Dispatch is the same (autograd, autocast, modes, tracing all happen in the dispatcher); torch_ext/functional.py
+// uses torch.ops instead while compiling or when __torch_function__ is involved.
 #include <Python.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <string>
+
+namespace {
+
+template <typename Sig>
+c10::TypedOperatorHandle<Sig> find(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Sig>();
+}
+
+// Releases the GIL for the op call (Python kernels, e.g. autocast or double backward, take it back).
+struct NoGil {
+  PyThreadState* s = PyEval_SaveThread();
+  ~NoGil() { PyEval_RestoreThread(s); }
+};
+
+const at::Tensor& tensor_arg(PyObject* o, const char* what) {
+  TORCH_CHECK_TYPE(THPVariable_Check(o), what, " must be a Tensor");
+  return THPVariable_Unpack(o);
+}
+
+PyObject* fast_gelu(PyObject*, PyObject* const* args, Py_ssize_t n) {
+  HANDLE_TH_ERRORS
+  TORCH_CHECK_TYPE(n == 2, "_gelu(input, approximate)");
+  const at::Tensor& x = tensor_arg(args[0], "input");
+  Py_ssize_t len = 0;
+  const char* s = PyUnicode_AsUTF8AndSize(args[1], &len);
+  if (s == nullptr) return nullptr;
+  const std::string approximate(s, len);
+  at::Tensor out;
+  {
+    NoGil g;
+    static const auto op = find<at::Tensor(const at::Tensor&, c10::string_view)>("npu_ext::gelu");
+    out = op.call(x, approximate);
+  }
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* fast_prelu(PyObject*, PyObject* const* args, Py_ssize_t n) {
+  HANDLE_TH_ERRORS
+  TORCH_CHECK_TYPE(n == 2, "_prelu(input, weight)");
+  const at::Tensor& x = tensor_arg(args[0], "input");
+  const at::Tensor& w = tensor_arg(args[1], "weight");
+  at::Tensor out;
+  {
+    NoGil g;
+    static const auto op = find<at::Tensor(const at::Tensor&, const at::Tensor&)>("npu_ext::prelu");
+    out = op.call(x, w);
+  }
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* fast_logit(PyObject*, PyObject* const* args, Py_ssize_t n) {
+  HANDLE_TH_ERRORS
+  TORCH_CHECK_TYPE(n == 2, "_logit(input, eps)");
+  const at::Tensor& x = tensor_arg(args[0], "input");
+  c10::optional<double> eps;
+  if (args[1] != Py_None) {
+    const double e = PyFloat_AsDouble(args[1]);
+    if (e == -1.0 && PyErr_Occurred()) return nullptr;
+    eps = e;
+  }
+  at::Tensor out;
+  {
+    NoGil g;
+    static const auto op = find<at::Tensor(const at::Tensor&, c10::optional<double>)>("npu_ext::logit");
+    out = op.call(x, eps);
+  }
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* fast_scaled_masked_softmax(PyObject*, PyObject* const* args, Py_ssize_t n) {
+  HANDLE_TH_ERRORS
+  TORCH_CHECK_TYPE(n == 4, "_scaled_masked_softmax(x, mask, scale, fix_triu_mask)");
+  const at::Tensor& x = tensor_arg(args[0], "x");
+  const at::Tensor& mask = tensor_arg(args[1], "mask");
+  const double scale = PyFloat_AsDouble(args[2]);
+  if (scale == -1.0 && PyErr_Occurred()) return nullptr;
+  const int fix = PyObject_IsTrue(args[3]);
+  if (fix < 0) return nullptr;
+  at::Tensor out;
+  {
+    NoGil g;
+    static const auto op = find<at::Tensor(const at::Tensor&, const at::Tensor&, double, bool)>("npu_ext::scaled_masked_softmax");
+    out = op
+              .call(x, mask, scale, fix != 0);
+  }
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* fast_grouped_bias_add(PyObject*, PyObject* const* args, Py_ssize_t n) {
+  HANDLE_TH_ERRORS
+  TORCH_CHECK_TYPE(n == 4, "_grouped_bias_add(x, bias, group_idx, group_idx_type)");
+  const at::Tensor& x = tensor_arg(args[0], "x");
+  const at::Tensor& bias = tensor_arg(args[1], "bias");
+  c10::optional<at::Tensor> group_idx;
+  if (args[2] != Py_None) group_idx = tensor_arg(args[2], "group_idx");
+  const long long type = PyLong_AsLongLong(args[3]);
+  if (type == -1 && PyErr_Occurred()) return nullptr;
+  at::Tensor out;
+  {
+    NoGil g;
+    static const auto op = find<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, int64_t)>("npu_ext::grouped_bias_add");
+    out = op
+              .call(x, bias, group_idx, static_cast<int64_t>(type));
+  }
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
+PyMethodDef methods[] = {
+    {"_gelu", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fast_gelu)), METH_FASTCALL, nullptr},
+    {"_prelu", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fast_prelu)), METH_FASTCALL, nullptr},
+    {"_logit", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fast_logit)), METH_FASTCALL, nullptr},
+    {"_scaled_masked_softmax",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fast_scaled_masked_softmax)), METH_FASTCALL,
+     nullptr},
+    {"_grouped_bias_add", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fast_grouped_bias_add)),
+     METH_FASTCALL, nullptr},
+    {nullptr, nullptr, 0, nullptr}};
+
+}  // namespace
 
 extern "C" {
 PyObject* PyInit__C(void) {
-  static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr};
+  static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, methods};
   return PyModule_Create(&module_def);
 }
 }

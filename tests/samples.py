@@ -53,7 +53,10 @@ def _rand(shape, dtype, low, high, gen, layout="contiguous"):
     return make(shape, dtype, low=low, high=high, layout=layout, generator=gen)
 
 
-BENCH_SIZES = ("small", "medium", "large")
+# Benchmark-only sizes: per-call rows (fwd+bwd at 256 / 4096 elements) and "xlarge" (softmax only: a 64 MB fp32
+# output, above glibc's 32 MB mmap threshold).
+PERCALL_SIZES = ("256", "4096")
+BENCH_SIZES = ("small", "medium", "large") + PERCALL_SIZES + ("xlarge",)
 
 
 def _second(size, layout, alternative):
@@ -108,7 +111,7 @@ class OpInfo:
 # ---------------------------------------------------------------------------------------------------------
 # gelu_backward_v2: variants are the approximate modes.
 ELEMENTWISE = {"tiny": (4, 6), "test": (5, 37, 19), "small": (64, 1024), "medium": (1024, 1024),
-               "large": (4096, 1024)}
+               "large": (4096, 1024), "256": (16, 16), "4096": (64, 64)}
 
 
 def _gelu_make(dtype, size, variant, gen, layout="contiguous"):
@@ -128,7 +131,7 @@ def _gelu_range(dtype, gen, variant="none"):
 
 # prelu_backward: variants "channel" (C weights) and "scalar" (one weight).
 PRELU = {"tiny": (3, 5, 4), "test": (4, 6, 5, 3), "small": (8, 32, 16, 16), "medium": (16, 64, 32, 32),
-         "large": (16, 64, 64, 64)}
+         "large": (16, 64, 64, 64), "256": (4, 4, 4, 4), "4096": (4, 16, 8, 8)}
 
 
 def _prelu_make(dtype, size, variant, gen, layout="contiguous"):
@@ -157,7 +160,8 @@ def _prelu_range(dtype, gen, variant="channel"):
 
 # grouped_bias_add_grad: variants "end" (group_idx_type 0), "count" (type 1), "3d" (no group_idx).
 GROUPED = {"tiny": ([2, 0, 8], 7), "test": ([3, 0, 40, 1, 0, 700, 17, 0], 65)}
-GROUPED_BENCH = {"small": (64, 1024, 8), "medium": (1024, 1024, 32), "large": (4096, 1024, 64)}  # N, H, G
+GROUPED_BENCH = {"small": (64, 1024, 8), "medium": (1024, 1024, 32), "large": (4096, 1024, 64),  # N, H, G
+                 "256": (16, 16, 4), "4096": (64, 64, 8)}
 
 
 def _group_sizes(size, gen):
@@ -197,7 +201,7 @@ def _grouped_range(dtype, gen, variant="end"):
 
 # scaled_masked_softmax_backward: variants "mask" (a (B, 1, S1, S2) bool mask) and "causal" (fix_triu_mask).
 SOFTMAX = {"tiny": (2, 3, 4, 5), "test": (2, 3, 9, 33), "small": (1, 4, 128, 128), "medium": (2, 8, 256, 256),
-           "large": (4, 16, 256, 256)}
+           "large": (4, 16, 256, 256), "256": (1, 1, 16, 16), "4096": (1, 4, 32, 32), "xlarge": (4, 16, 512, 512)}
 
 
 def _softmax_y(x, mask, scale, dtype):

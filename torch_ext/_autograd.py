@@ -1,16 +1,19 @@
-"""Autograd for the npu_ext operators, registered with ``torch.library.register_autograd``.
+"""Autograd of the npu_ext operators.
 
 Every formula is registered on the generic ``Autograd`` dispatch key (not a per-device one), so it applies on
 CPU, on an NPU (torch_npu, PrivateUse1) and on any other device, and it is traced by torch.compile and
 torch.export like any ATen derivative.
 
-* Forward ops: the gradient of each forward op is the matching npu_ext backward operator
-  (gelu -> gelu_backward_v2, prelu -> prelu_backward, logit -> logit_grad, scaled_masked_softmax ->
-  scaled_masked_softmax_backward, grouped_bias_add -> grouped_bias_add_grad for the bias; x gets grad).
-* Backward ops: they are differentiable too (double backward: gradient penalties, Hessian-vector
-  products). Their derivatives are written with ATen ops and other npu_ext ops, all differentiable, so
-  higher orders work as well. 16-bit inputs are upcast to fp32 for these formulas and the results rounded
-  back to the input dtype.
+* Forward ops: their autograd is C++ (csrc/autograd.cpp, autograd nodes like ATen's), so a training
+  step through torch_ext.gelu & co. costs no Python beyond the call itself. The gradient of each forward op is
+  the matching npu_ext backward operator (gelu -> gelu_backward_v2, prelu -> prelu_backward, logit ->
+  logit_grad, scaled_masked_softmax -> scaled_masked_softmax_backward, grouped_bias_add ->
+  grouped_bias_add_grad for the bias; x gets grad).
+* Backward ops (this module, ``torch.library.register_autograd``): they are differentiable too (double
+  backward: gradient penalties, Hessian-vector products). Their derivatives are written with ATen ops and
+  other npu_ext ops, all differentiable, so higher orders work as well. 16-bit inputs are upcast to fp32 for
+  these formulas and the results rounded back to the input dtype. A first-order backward never runs these
+  Python kernels: the C++ formulas call the backward ops below autograd unless a graph is being recorded.
 """
 
 import math
@@ -60,17 +63,6 @@ def _gelu_second_derivative(x, approximate):
     return _INV_SQRT_2PI * torch.exp(-0.5 * x * x) * (2 - x * x)
 
 
-def _gelu_setup(ctx, inputs, output):
-    x, approximate = inputs
-    ctx.approximate = approximate
-    ctx.save_for_backward(x)
-
-
-def _gelu_backward(ctx, grad):
-    (x,) = ctx.saved_tensors
-    return ops.gelu_backward_v2(grad, x, ctx.approximate), None
-
-
 def _gelu_backward_v2_setup(ctx, inputs, output):
     grad_output, x, approximate = inputs
     ctx.approximate = approximate
@@ -98,17 +90,6 @@ def _channel_view(w, x):
         shape[1] = -1
         return w.reshape(shape)
     return w.reshape(())
-
-
-def _prelu_setup(ctx, inputs, output):
-    x, w = inputs
-    ctx.save_for_backward(x, w)
-
-
-def _prelu_backward(ctx, grad):
-    x, w = ctx.saved_tensors
-    gi, gw = ops.prelu_backward(grad, x, w)
-    return (gi if ctx.needs_input_grad[0] else None), (gw if ctx.needs_input_grad[1] else None)
 
 
 def _prelu_backward_setup(ctx, inputs, output):
@@ -139,15 +120,6 @@ def _prelu_backward_backward(ctx, ggi, ggw):
 
 # ----------------------------------------------------------------------------------------------------------
 # logit / logit_grad
-def _logit_setup(ctx, inputs, output):
-    x, eps = inputs
-    ctx.eps = -1.0 if eps is None else eps
-    ctx.save_for_backward(x)
-
-
-def _logit_backward(ctx, grad):
-    (x,) = ctx.saved_tensors
-    return ops.logit_grad(x, grad, ctx.eps), None
 
 
 def _logit_grad_setup(ctx, inputs, output):
@@ -184,17 +156,6 @@ def _softmax_mask(mask, like, fix_triu_mask):
     return mask
 
 
-def _sms_setup(ctx, inputs, output):
-    x, mask, scale, fix_triu_mask = inputs
-    ctx.scale, ctx.fix_triu_mask = scale, fix_triu_mask
-    ctx.save_for_backward(output, mask)
-
-
-def _sms_backward(ctx, grad):
-    y, mask = ctx.saved_tensors
-    return ops.scaled_masked_softmax_backward(grad, y, mask, ctx.scale, ctx.fix_triu_mask), None, None, None
-
-
 def _sms_backward_setup(ctx, inputs, output):
     g, y, mask, scale, fix_triu_mask = inputs
     ctx.scale, ctx.fix_triu_mask = scale, fix_triu_mask
@@ -219,20 +180,6 @@ def _sms_backward_backward(ctx, gg):
 
 # ----------------------------------------------------------------------------------------------------------
 # grouped_bias_add / grouped_bias_add_grad
-def _gba_setup(ctx, inputs, output):
-    x, bias, group_idx, group_idx_type = inputs
-    ctx.group_idx_type = group_idx_type
-    ctx.bias_shape = bias.shape
-    ctx.save_for_backward(group_idx)
-
-
-def _gba_backward(ctx, grad):
-    (group_idx,) = ctx.saved_tensors
-    d_x = grad if ctx.needs_input_grad[0] else None
-    d_bias = None
-    if ctx.needs_input_grad[1]:
-        d_bias = ops.grouped_bias_add_grad(grad, group_idx, ctx.group_idx_type).reshape(ctx.bias_shape)
-    return d_x, d_bias, None, None
 
 
 def _gba_grad_setup(ctx, inputs, output):
@@ -254,15 +201,10 @@ def _gba_grad_backward(ctx, gg):
 
 # ----------------------------------------------------------------------------------------------------------
 _REGISTRATIONS = [
-    ("npu_ext::gelu", _gelu_backward, _gelu_setup),
     ("npu_ext::gelu_backward_v2", _gelu_backward_v2_backward, _gelu_backward_v2_setup),
-    ("npu_ext::prelu", _prelu_backward, _prelu_setup),
     ("npu_ext::prelu_backward", _prelu_backward_backward, _prelu_backward_setup),
-    ("npu_ext::logit", _logit_backward, _logit_setup),
     ("npu_ext::logit_grad", _logit_grad_backward, _logit_grad_setup),
-    ("npu_ext::scaled_masked_softmax", _sms_backward, _sms_setup),
     ("npu_ext::scaled_masked_softmax_backward", _sms_backward_backward, _sms_backward_setup),
-    ("npu_ext::grouped_bias_add", _gba_backward, _gba_setup),
     ("npu_ext::grouped_bias_add_grad", _gba_grad_backward, _gba_grad_setup),
 ]
 

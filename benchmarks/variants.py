@@ -1,0 +1,79 @@
+"""``python -m benchmarks.run --variants``: the suite once per kernel variant this CPU can run.
+
+Each variant runs in its own subprocess with ATEN_CPU_CAPABILITY set (``default``, ``avx2``, ``avx512``):
+ATen's kernels and the npu_ext kernels both follow that variable, so both sides of every ratio are forced to
+the same capability, and the AVX2 ratios can be read on an AVX-512 machine. Each run writes its own results
+(bench-<mode>-<VARIANT>.{json,csv}, table-..., speedup-....png); this module then writes
+table-<mode>-variants.md, one table per variant, with the machine and the variant named on each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+
+from . import report
+
+X86_ORDER = ("DEFAULT", "AVX2", "AVX512")
+
+
+def _cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def available_variants():
+    """The kernel variants this CPU runs, lowest first (x86-64: DEFAULT, AVX2 if avx2+fma, AVX512 if the
+    avx512 f/bw/vl/dq subsets are there); other architectures: the one variant npu_ext has (DEFAULT)."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return ["DEFAULT"]
+    flags = _cpu_flags()
+    out = ["DEFAULT"]
+    if {"avx2", "fma"} <= flags:
+        out.append("AVX2")
+        if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+            out.append("AVX512")
+    return out
+
+
+def main(argv, out_dir, mode_name):
+    variants = available_variants()
+    print(f"kernel variants on this CPU: {', '.join(variants)} (one subprocess each)", flush=True)
+    runs = []
+    for v in variants:
+        env = dict(os.environ, ATEN_CPU_CAPABILITY=v.lower(), NPU_EXT_BENCH_TAG=v)
+        print(f"\n===== variant {v}: ATEN_CPU_CAPABILITY={v.lower()} =====", flush=True)
+        rc = subprocess.call([sys.executable, "-m", "benchmarks.run", *argv], env=env)
+        path = os.path.join(out_dir, f"bench-{mode_name}-{v}.json")
+        if rc != 0 or not os.path.exists(path):
+            print(f"variant {v}: run failed (exit {rc})", flush=True)
+            continue
+        with open(path) as f:
+            data = json.load(f)
+        info = data["machine"]
+        if info.get("npu_ext_cpu_capability") != v or info.get("aten_cpu_capability") != v:
+            print(f"WARNING: variant {v} ran npu_ext {info.get('npu_ext_cpu_capability')} / ATen "
+                  f"{info.get('aten_cpu_capability')}", flush=True)
+        runs.append((v, data))
+    if not runs:
+        return 1
+    path = os.path.join(out_dir, f"table-{mode_name}-variants.md")
+    parts = []
+    for v, data in runs:
+        parts.append(f"#### Variant {v}\n")
+        parts.append(report.markdown_table(data["results"], data["machine"], detail=True))
+        parts.append("")
+    with open(path, "w") as f:
+        f.write("\n".join(parts) + "\n")
+    print("\n" + report.variant_summary(runs), flush=True)
+    print(f"\nwrote {path}", flush=True)
+    return 0
