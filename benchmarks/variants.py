@@ -11,38 +11,18 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import subprocess
 import sys
 
 from . import report
 
-X86_ORDER = ("DEFAULT", "AVX2", "AVX512")
-
-
-def _cpu_flags():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
 
 
 def available_variants():
-    """The kernel variants this CPU runs, lowest first (x86-64: DEFAULT, AVX2 if avx2+fma, AVX512 if the
-    avx512 f/bw/vl/dq subsets are there); other architectures: the one variant npu_ext has (DEFAULT)."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return ["DEFAULT"]
-    flags = _cpu_flags()
-    out = ["DEFAULT"]
-    if {"avx2", "fma"} <= flags:
-        out.append("AVX2")
-        if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
-            out.append("AVX512")
-    return out
+    """The kernel variants this build has and this CPU runs, lowest first (torch_ext._variants)."""
+    from torch_ext._variants import cpu_variants
+
+    return [v.upper() for v in reversed(cpu_variants())]
 
 
 def main(argv, out_dir, mode_name):
