@@ -17,7 +17,6 @@ import sys
 from . import report
 
 
-
 def available_variants():
     """The kernel variants this build has and this CPU runs, lowest first (torch_ext._variants)."""
     from torch_ext._variants import cpu_variants
