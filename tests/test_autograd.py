@@ -35,16 +35,8 @@ def causal(s1, s2):
     return torch.ones(s1, s2, dtype=torch.bool).triu(1)
 
 
-def native_softmax(x, mask, scale):
-    """The composite scale-mask-softmax in native PyTorch."""
-    return torch.softmax((x * scale).masked_fill(mask, -10000.0), dim=-1)
-
-
-def native_grouped(x, bias, group_idx=None, group_idx_type=0):
-    if group_idx is None:
-        return x + bias.reshape(bias.shape[0], 1, -1)
-    counts = group_idx if group_idx_type == 1 else torch.diff(group_idx, prepend=group_idx.new_zeros(1))
-    return x + bias[torch.repeat_interleave(torch.arange(len(group_idx)), counts.long())]
+native_softmax = samples.native_softmax  # the native PyTorch references of the sample table
+native_grouped = samples.native_grouped
 
 
 GROUP_END = torch.tensor([3, 3, 7, 12])  # cumulative ends; group 1 is empty
