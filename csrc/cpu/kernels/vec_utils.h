@@ -92,8 +92,8 @@ C10_ALWAYS_INLINE void store_loop(scalar_t* out, int64_t n, const Body& body) {
 // 2^w in float: w = n + f with n = round(w), |f| <= 1/2 (exact), 2^f by its degree-6 Taylor polynomial
 // (relative error below 2e-7), 2^n applied exactly. w is first clamped to [-151, 129] (NaN passes: the max/min
 // operand order returns w when it is NaN), so that w = -inf gives 0 and w = +inf gives inf, and 2^n is
-// representable in two factors. AVX-512 applies 2^n with vscalefps, AVX2 as two exponent-field factors
-// 2^(n/2) 2^(n - n/2) (one rounding, into the subnormals included); the DEFAULT variant uses ATen's exp2.
+// representable in two factors. AVX-512 applies 2^n with vscalefps, AVX2 and the portable DEFAULT variant as two
+// exponent-field factors 2^(n/2) 2^(n - n/2) (one rounding, into the subnormals included).
 C10_ALWAYS_INLINE Vectorized<float> fast_exp2(const Vectorized<float>& w) {
 #if defined(CPU_CAPABILITY_AVX512)
   const __m512 wc = _mm512_min_ps(_mm512_set1_ps(129.0f), _mm512_max_ps(_mm512_set1_ps(-151.0f), w));
@@ -127,7 +127,35 @@ C10_ALWAYS_INLINE Vectorized<float> fast_exp2(const Vectorized<float>& w) {
   const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
   return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
 #else
-  return w.exp2();
+  // Portable (the DEFAULT variant: NEON on aarch64, the generic at::vec arrays elsewhere): the same
+  // polynomial and the same two exponent-field factors, written with plain arithmetic that the compiler
+  // vectorizes, instead of at::vec's exp2, which maps to one libm call per lane when Sleef is not available to
+  // an extension (as on aarch64). maximum/minimum propagate NaN; adding and subtracting 1.5 * 2^23 rounds to
+  // the nearest integer (exact for |w| <= 2^22, and never folded without -ffast-math).
+  using Vec = Vectorized<float>;
+  constexpr int V = Vec::size();
+  const Vec wc = at::vec::minimum(at::vec::maximum(w, Vec(-151.0f)), Vec(129.0f));
+  const Vec shifter(12582912.0f);
+  const Vec n = (wc + shifter) - shifter;
+  const Vec f = wc - n;
+  Vec p = at::vec::fmadd(Vec(1.54035304e-4f), f, Vec(1.33335581e-3f));
+  p = at::vec::fmadd(p, f, Vec(9.61812911e-3f));
+  p = at::vec::fmadd(p, f, Vec(5.55041087e-2f));
+  p = at::vec::fmadd(p, f, Vec(2.40226507e-1f));
+  p = at::vec::fmadd(p, f, Vec(6.93147181e-1f));
+  p = at::vec::fmadd(p, f, Vec(1.0f));
+  float nf[V], s1[V], s2[V];
+  n.store(nf);
+  for (int k = 0; k < V; ++k) {
+    // n1 = floor(n / 2), n2 = n - n1 in [-76, 65] (a NaN lane makes p NaN; its factors are 1).
+    const int32_t ni = nf[k] == nf[k] ? static_cast<int32_t>(nf[k]) : 0;
+    const int32_t n1 = ni >> 1;
+    const uint32_t b1 = static_cast<uint32_t>(n1 + 127) << 23;
+    const uint32_t b2 = static_cast<uint32_t>(ni - n1 + 127) << 23;
+    std::memcpy(&s1[k], &b1, sizeof(float));
+    std::memcpy(&s2[k], &b2, sizeof(float));
+  }
+  return p * Vec::loadu(s1) * Vec::loadu(s2);
 #endif
 }
 
