@@ -64,7 +64,6 @@ ATEN_OPS = frozenset({
     "aten.eq.Scalar",
     "aten.erf.default",
     "aten.expand.default",
-    "aten.full_like.default",
     "aten.ge.Tensor",
     "aten.gt.Scalar",
     "aten.gt.Tensor",
@@ -199,7 +198,7 @@ def _grouped_bias_add(x, bias, group_idx=None, group_idx_type=0):
     rows = x.shape[0]
     _check_groups("grouped_bias_add", "x", group_idx, rows)
     ends, valid = _group_ends(group_idx, group_idx_type, rows)
-    ends = torch.where(valid, ends, torch.full_like(ends, rows))  # invalid: every row in group 0
+    ends = torch.where(valid, ends, _all_rows_in_last_group(ends, rows))
     row_group = torch.searchsorted(ends, torch.arange(rows, device=x.device), right=True)
     bf = torch.where(valid, bf, math.nan)
     return _finish(xf + bf.index_select(0, row_group), x.dtype)
@@ -230,7 +229,7 @@ def decompositions():
     """The decompositions for torchair's GE graph mode, {OpOverload: function} (a new dict per call).
 
     The five forward ops become ATen ops (``ATEN_OPS``); ``grouped_bias_add_grad`` stays, with its
-    ``group_idx`` checked on the device (see the module docstring). The backward ops are not decomposed.
+    ``group_idx`` checked on the device (see the module docstring). The other backward ops are left as they are.
     """
     return {
         _ops.gelu.default: _gelu,
