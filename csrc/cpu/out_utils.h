@@ -9,6 +9,18 @@
 namespace npu_ext {
 namespace cpu {
 
+// fn(out) when `direct`, else fn(tmp) on a fresh tensor of out's shape, then copied into out.
+template <typename Fn>
+void run_into(const at::Tensor& out, bool direct, Fn&& fn) {
+  if (direct) {
+    fn(out);
+  } else {
+    at::Tensor tmp = at::empty(out.sizes(), out.options());
+    fn(tmp);
+    out.copy_(tmp);
+  }
+}
+
 // Runs fn(dst) with a contiguous destination: `out` itself when it is contiguous and shares no memory with
 // the inputs, otherwise a fresh contiguous tensor that is copied into `out` afterwards. Lets the kernels
 // assume a dense output while `.out` accepts any strides and aliasing.
@@ -22,13 +34,7 @@ void with_contiguous_out(const at::Tensor& out, std::initializer_list<at::Tensor
       direct = false;
     }
   }
-  if (direct) {
-    fn(out);
-  } else {
-    at::Tensor tmp = at::empty(out.sizes(), out.options());
-    fn(tmp);
-    out.copy_(tmp);
-  }
+  run_into(out, direct, fn);
 }
 
 // Runs fn(dst) for an elementwise (TensorIterator) kernel: `out` itself unless it shares memory with an input
@@ -44,13 +50,7 @@ void with_elementwise_out(const at::Tensor& out, std::initializer_list<at::Tenso
       if (status != at::MemOverlapStatus::No && status != at::MemOverlapStatus::Full) direct = false;
     }
   }
-  if (direct) {
-    fn(out);
-  } else {
-    at::Tensor tmp = at::empty(out.sizes(), out.options());
-    fn(tmp);
-    out.copy_(tmp);
-  }
+  run_into(out, direct, fn);
 }
 
 }  // namespace cpu

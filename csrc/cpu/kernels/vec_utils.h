@@ -94,29 +94,28 @@ C10_ALWAYS_INLINE void store_loop(scalar_t* out, int64_t n, const Body& body) {
 // operand order returns w when it is NaN), so that w = -inf gives 0 and w = +inf gives inf, and 2^n is
 // representable in two factors. AVX-512 applies 2^n with vscalefps, AVX2 and the portable DEFAULT variant as two
 // exponent-field factors 2^(n/2) 2^(n - n/2) (one rounding, into the subnormals included).
+// 2^f for |f| <= 1/2: the Taylor polynomial, coefficients (ln 2)^k / k!, in Horner's form (fast_exp2's core,
+// the same instructions in every variant).
+C10_ALWAYS_INLINE Vectorized<float> exp2_fraction(const Vectorized<float>& f) {
+  using Vec = Vectorized<float>;
+  Vec p = at::vec::fmadd(Vec(1.54035304e-4f), f, Vec(1.33335581e-3f));
+  p = at::vec::fmadd(p, f, Vec(9.61812911e-3f));
+  p = at::vec::fmadd(p, f, Vec(5.55041087e-2f));
+  p = at::vec::fmadd(p, f, Vec(2.40226507e-1f));
+  p = at::vec::fmadd(p, f, Vec(6.93147181e-1f));
+  return at::vec::fmadd(p, f, Vec(1.0f));
+}
+
 C10_ALWAYS_INLINE Vectorized<float> fast_exp2(const Vectorized<float>& w) {
 #if defined(CPU_CAPABILITY_AVX512)
   const __m512 wc = _mm512_min_ps(_mm512_set1_ps(129.0f), _mm512_max_ps(_mm512_set1_ps(-151.0f), w));
   const __m512 n = _mm512_roundscale_ps(wc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_sub_ps(wc, n);
-  // (ln 2)^k / k!
-  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.54035304e-4f), f, _mm512_set1_ps(1.33335581e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.61812911e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.55041087e-2f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.40226507e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.93147181e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  const __m512 p = exp2_fraction(Vectorized<float>(_mm512_sub_ps(wc, n)));
   return _mm512_scalef_ps(p, n);
 #elif defined(CPU_CAPABILITY_AVX2)
   const __m256 wc = _mm256_min_ps(_mm256_set1_ps(129.0f), _mm256_max_ps(_mm256_set1_ps(-151.0f), w));
   const __m256 n = _mm256_round_ps(wc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m256 f = _mm256_sub_ps(wc, n);
-  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(1.54035304e-4f), f, _mm256_set1_ps(1.33335581e-3f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.61812911e-3f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.55041087e-2f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.40226507e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.93147181e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+  const __m256 p = exp2_fraction(Vectorized<float>(_mm256_sub_ps(wc, n)));
   // n in [-151, 129] (a NaN w makes p NaN, whatever the factors): n1 = floor(n / 2), n2 = n - n1, both in
   // [-76, 65], so 2^n1 and 2^n2 are normal floats built in the exponent field.
   const __m256i ni = _mm256_cvtps_epi32(n);
@@ -137,13 +136,7 @@ C10_ALWAYS_INLINE Vectorized<float> fast_exp2(const Vectorized<float>& w) {
   const Vec wc = at::vec::minimum(at::vec::maximum(w, Vec(-151.0f)), Vec(129.0f));
   const Vec shifter(12582912.0f);
   const Vec n = (wc + shifter) - shifter;
-  const Vec f = wc - n;
-  Vec p = at::vec::fmadd(Vec(1.54035304e-4f), f, Vec(1.33335581e-3f));
-  p = at::vec::fmadd(p, f, Vec(9.61812911e-3f));
-  p = at::vec::fmadd(p, f, Vec(5.55041087e-2f));
-  p = at::vec::fmadd(p, f, Vec(2.40226507e-1f));
-  p = at::vec::fmadd(p, f, Vec(6.93147181e-1f));
-  p = at::vec::fmadd(p, f, Vec(1.0f));
+  const Vec p = exp2_fraction(wc - n);
   float nf[V], s1[V], s2[V];
   n.store(nf);
   for (int k = 0; k < V; ++k) {
