@@ -27,6 +27,17 @@ struct NoGil {
   ~NoGil() { PyEval_RestoreThread(s); }
 };
 
+// One unboxed call of `op` without the GIL, its result wrapped for Python.
+template <typename Sig, typename... Args>
+PyObject* call_op(const c10::TypedOperatorHandle<Sig>& op, Args&&... args) {
+  at::Tensor out;
+  {
+    NoGil g;
+    out = op.call(std::forward<Args>(args)...);
+  }
+  return THPVariable_Wrap(std::move(out));
+}
+
 const at::Tensor& tensor_arg(PyObject* o, const char* what) {
   TORCH_CHECK_TYPE(THPVariable_Check(o), what, " must be a Tensor");
   return THPVariable_Unpack(o);
@@ -40,13 +51,8 @@ PyObject* fast_gelu(PyObject*, PyObject* const* args, Py_ssize_t n) {
   const char* s = PyUnicode_AsUTF8AndSize(args[1], &len);
   if (s == nullptr) return nullptr;
   const std::string approximate(s, len);
-  at::Tensor out;
-  {
-    NoGil g;
-    static const auto op = find<at::Tensor(const at::Tensor&, c10::string_view)>("npu_ext::gelu");
-    out = op.call(x, approximate);
-  }
-  return THPVariable_Wrap(std::move(out));
+  static const auto op = find<at::Tensor(const at::Tensor&, c10::string_view)>("npu_ext::gelu");
+  return call_op(op, x, approximate);
   END_HANDLE_TH_ERRORS
 }
 
@@ -55,13 +61,8 @@ PyObject* fast_prelu(PyObject*, PyObject* const* args, Py_ssize_t n) {
   TORCH_CHECK_TYPE(n == 2, "_prelu(input, weight)");
   const at::Tensor& x = tensor_arg(args[0], "input");
   const at::Tensor& w = tensor_arg(args[1], "weight");
-  at::Tensor out;
-  {
-    NoGil g;
-    static const auto op = find<at::Tensor(const at::Tensor&, const at::Tensor&)>("npu_ext::prelu");
-    out = op.call(x, w);
-  }
-  return THPVariable_Wrap(std::move(out));
+  static const auto op = find<at::Tensor(const at::Tensor&, const at::Tensor&)>("npu_ext::prelu");
+  return call_op(op, x, w);
   END_HANDLE_TH_ERRORS
 }
 
@@ -75,13 +76,8 @@ PyObject* fast_logit(PyObject*, PyObject* const* args, Py_ssize_t n) {
     if (e == -1.0 && PyErr_Occurred()) return nullptr;
     eps = e;
   }
-  at::Tensor out;
-  {
-    NoGil g;
-    static const auto op = find<at::Tensor(const at::Tensor&, c10::optional<double>)>("npu_ext::logit");
-    out = op.call(x, eps);
-  }
-  return THPVariable_Wrap(std::move(out));
+  static const auto op = find<at::Tensor(const at::Tensor&, c10::optional<double>)>("npu_ext::logit");
+  return call_op(op, x, eps);
   END_HANDLE_TH_ERRORS
 }
 
@@ -94,14 +90,8 @@ PyObject* fast_scaled_masked_softmax(PyObject*, PyObject* const* args, Py_ssize_
   if (scale == -1.0 && PyErr_Occurred()) return nullptr;
   const int fix = PyObject_IsTrue(args[3]);
   if (fix < 0) return nullptr;
-  at::Tensor out;
-  {
-    NoGil g;
-    static const auto op = find<at::Tensor(const at::Tensor&, const at::Tensor&, double, bool)>("npu_ext::scaled_masked_softmax");
-    out = op
-              .call(x, mask, scale, fix != 0);
-  }
-  return THPVariable_Wrap(std::move(out));
+  static const auto op = find<at::Tensor(const at::Tensor&, const at::Tensor&, double, bool)>("npu_ext::scaled_masked_softmax");
+  return call_op(op, x, mask, scale, fix != 0);
   END_HANDLE_TH_ERRORS
 }
 
@@ -114,14 +104,8 @@ PyObject* fast_grouped_bias_add(PyObject*, PyObject* const* args, Py_ssize_t n) 
   if (args[2] != Py_None) group_idx = tensor_arg(args[2], "group_idx");
   const long long type = PyLong_AsLongLong(args[3]);
   if (type == -1 && PyErr_Occurred()) return nullptr;
-  at::Tensor out;
-  {
-    NoGil g;
-    static const auto op = find<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, int64_t)>("npu_ext::grouped_bias_add");
-    out = op
-              .call(x, bias, group_idx, static_cast<int64_t>(type));
-  }
-  return THPVariable_Wrap(std::move(out));
+  static const auto op = find<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, int64_t)>("npu_ext::grouped_bias_add");
+  return call_op(op, x, bias, group_idx, static_cast<int64_t>(type));
   END_HANDLE_TH_ERRORS
 }
 
