@@ -1,8 +1,9 @@
 """Build of torch_ext._C: the npu_ext operators for CPU and Meta (and, with torch_npu, the NPU).
 
 Two kinds of C++ sources are compiled differently:
-  * registration, validation and op-level code (csrc/*.cpp, csrc/common, csrc/cpu/*.cpp, csrc/meta): once,
-    with no ISA flags, so nothing that runs at import time can contain an instruction the CPU lacks;
+  * registration, validation and op-level code (csrc/*.cpp, csrc/autograd, csrc/common, csrc/cpu/*.cpp,
+    csrc/meta): once, with no ISA flags, so nothing that runs at import time can contain an instruction the CPU
+    lacks;
   * math kernels (csrc/cpu/kernels/*.cpp): once per ISA variant, each with its own CPU_CAPABILITY macro and
     -m flags, into its own object directory, then linked into the same module.
 """
@@ -23,6 +24,7 @@ def _rel(paths):
 
 MAIN_SOURCES = _rel(
     glob.glob(os.path.join(CSRC, "*.cpp"))
+    + glob.glob(os.path.join(CSRC, "autograd", "*.cpp"))
     + glob.glob(os.path.join(CSRC, "common", "*.cpp"))
     + glob.glob(os.path.join(CSRC, "cpu", "*.cpp"))
     + glob.glob(os.path.join(CSRC, "meta", "*.cpp"))

@@ -31,7 +31,7 @@ TORCH_LIBRARY(npu_ext, m) {
   m.def("logit_grad.out(Tensor x, Tensor dy, float eps=-1.0, *, Tensor(a!) dx) -> ()");
 
   // Forward ops used by the autograd wrappers (torch_ext.gelu & co.). Their gradients are the backward ops
-  // above; their autograd is C++ (csrc/autograd.cpp) on the generic Autograd key.
+  // above; their autograd is C++ (csrc/autograd/forward_ops.cpp) on the generic Autograd key.
   m.def("gelu(Tensor self, str approximate=\"none\") -> Tensor");
   m.def("prelu(Tensor self, Tensor weight) -> Tensor");
   m.def("logit(Tensor self, float? eps=None) -> Tensor");

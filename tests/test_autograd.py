@@ -138,6 +138,50 @@ def test_backward_ops_gradcheck(name, fn, make):
     assert gradgradcheck(fn, inputs)
 
 
+def _prelu_backward_reference(g, x, w):
+    """prelu_backward from SPEC.md in plain PyTorch ops (differentiable): gi = where(x > 0, g, w_c g),
+    gw = sum over every dim but 1 of where(x > 0, 0, x g)."""
+    w_c = w.reshape([1, -1] + [1] * (x.dim() - 2)) if x.dim() > 1 else w.reshape(())
+    gi = torch.where(x > 0, g, w_c * g)
+    t = torch.where(x > 0, 0, x * g)
+    if w.numel() != 1 and x.dim() > 1:
+        t = t.sum([d for d in range(x.dim()) if d != 1])
+    return gi, t.sum_to_size(w.shape) if w.numel() != 1 else t.sum().reshape(w.shape)
+
+
+@pytest.mark.parametrize("used", [0, 1], ids=["grad_input_only", "grad_weight_only"])
+def test_prelu_backward_double_backward_one_output(used):
+    """Double backward when only one of prelu_backward's two outputs reaches the loss (the other output's
+    incoming gradient is undefined: it counts as zero), against the same formula in plain PyTorch."""
+    make = [rand((4, 1), -2, 2), rand((3, 4, 5), -2, 2), rand((4,), -0.5, 0.5)]
+    v = torch.randn(make[1].shape if used == 0 else (4,), dtype=f64)
+    ours = torch.autograd.grad((ops.prelu_backward(*make)[used] * v).sum(), make, allow_unused=True)
+    ref = torch.autograd.grad((_prelu_backward_reference(*make)[used] * v).sum(), make, allow_unused=True)
+    for a, b, t in zip(ours, ref, make):
+        a = torch.zeros_like(t) if a is None else a
+        b = torch.zeros_like(t) if b is None else b
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_backward_ops_cost_no_python_per_call():
+    """A direct call of a backward op runs no Python (the autograd of every npu_ext op is C++): a Python
+    profiler hook sees no Python frame between the call and its return."""
+    x, dy = torch.rand(8, dtype=f64), torch.randn(8, dtype=f64)
+    calls = []
+
+    def hook(frame, event, arg):
+        if event == "call":
+            calls.append(frame.f_code.co_filename)
+
+    op = ops.logit_grad.default
+    sys.setprofile(hook)
+    try:
+        op(x, dy, 1e-6)
+    finally:
+        sys.setprofile(None)
+    assert not [f for f in calls if "torch_ext" in f or "torch/_library" in f], calls
+
+
 def test_backward_uses_npu_ext_ops():
     """Each forward's gradient is computed by its npu_ext backward operator (and only by it)."""
     from torch.overrides import TorchFunctionMode  # noqa: F401

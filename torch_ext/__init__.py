@@ -1,8 +1,8 @@
 """torch_ext: Ascend aclnn backward operators as PyTorch custom ops, and training through them.
 
 Importing this package loads the compiled library, which registers every operator under
-``torch.ops.npu_ext`` (schemas, CPU, Meta and device-generic kernels), then registers autograd and autocast
-rules (``_autograd``, ``_autocast``). The training API:
+``torch.ops.npu_ext`` (schemas, CPU, Meta and device-generic kernels, and the autograd of every op, in C++),
+then the autocast rules of the forward ops (``_autocast``). The training API:
 
 * functional: ``torch_ext.gelu``, ``prelu``, ``logit``, ``scaled_masked_softmax``, ``grouped_bias_add``;
 * modules: ``torch_ext.nn.GELU``, ``PReLU``, ``ScaledMaskedSoftmax``, ``GroupedBiasAdd``, and
@@ -12,7 +12,6 @@ rules (``_autograd``, ``_autocast``). The training API:
 import torch  # noqa: F401  (the compiled library links against libtorch)
 
 from . import _C  # noqa: F401  (registers torch.ops.npu_ext.*)
-from . import _autograd  # noqa: F401  (autograd of every npu_ext op)
 from . import _autocast  # noqa: F401  (autocast policy of the forward ops)
 from . import functional, nn
 from .functional import gelu, grouped_bias_add, logit, prelu, scaled_masked_softmax

@@ -15,7 +15,7 @@ dispatcher kernel and as a Python-dispatcher kernel (used while torch.compile tr
 
 import torch
 
-from ._autograd import _lib
+_lib = torch.library.Library("npu_ext", "FRAGMENT")  # keeps the registrations alive
 
 _CAST_ELIGIBLE = (torch.float32, torch.float16, torch.bfloat16)  # fp64 is left alone, as in torch.autocast
 

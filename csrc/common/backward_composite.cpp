@@ -2,7 +2,7 @@
 // ops and registered on CompositeExplicitAutograd: this is what runs on any device without a dedicated kernel
 // (CUDA, XPU, MPS, ...), so training through torch_ext works wherever PyTorch runs. A kernel registered on a
 // backend key wins over it on that backend: CPU (csrc/cpu), Meta (csrc/meta) and PrivateUse1 (csrc/npu).
-// Autograd of these ops is registered in Python on the generic Autograd key (torch_ext/_autograd.py).
+// Autograd of these ops is registered in C++ on the generic Autograd key (csrc/autograd/backward_ops.cpp).
 //
 // Same contract as every other kernel (SPEC.md): the shared checks first (csrc/common/checks.cpp), 16-bit
 // inputs computed in fp32 and rounded once, reductions in fp32 (fp64 for fp64), contiguous outputs; a .out

@@ -2,7 +2,7 @@
 // any device that has no dedicated kernel (CUDA, XPU, MPS, ...). A kernel registered on a backend key wins
 // over it on that backend: CPU (csrc/cpu/<op>.cpp, fused kernels for scaled_masked_softmax and
 // grouped_bias_add), Meta (csrc/meta/forward.cpp) and PrivateUse1 (the NPU path). Autograd is not part of
-// CompositeExplicitAutograd: it is registered in C++ on the generic Autograd key (csrc/autograd.cpp).
+// CompositeExplicitAutograd: it is registered in C++ on the generic Autograd key (csrc/autograd/forward_ops.cpp).
 //
 // Precision: 16-bit inputs are upcast to fp32, computed, and rounded once to the input dtype.
 #include "common/forward_composite.h"

@@ -4,121 +4,25 @@
 //
 // * Forward: the op below autograd (through the dispatcher, so autocast, Meta/Fake and tracing see it). When
 //   no input needs a gradient the op is called directly, without building an autograd node.
-// * Backward: the matching npu_ext backward operator. Without create_graph it is called below autograd (no
-//   Python at all); with create_graph it goes through the dispatcher, whose Autograd kernel for the backward op
-//   (torch_ext/_autograd.py) records the double-backward formula.
+// * Backward: the matching npu_ext backward operator. Without create_graph it is called below autograd; with
+//   create_graph it goes through the dispatcher, whose Autograd kernel for the backward op (backward_ops.cpp)
+//   records the double-backward formula.
 //
 // torch.compile / torch.export trace through these kernels like through any ATen derivative: the forward and
 // backward ops appear as single nodes in the traced graphs.
-#include <ATen/ATen.h>
-#include <ATen/core/dispatch/Dispatcher.h>
-#include <torch/autograd.h>
-#include <torch/csrc/autograd/function.h>
-#include <torch/csrc/autograd/functions/utils.h>
+//
+// The graph nodes are written like the nodes ATen generates for its own derivatives (a Node subclass with its
+// SavedVariables, attached with set_history): no AutogradContext, no IValue map, no output wrapping, so a
+// training step costs what an ATen op's does. name() is what grad_fn.name() shows.
 #include <torch/library.h>
 
 #include <string>
+#include <vector>
+
+#include "autograd/common.h"
 
 namespace npu_ext {
-namespace {
-
-
-template <typename Sig>
-c10::TypedOperatorHandle<Sig> op(const char* name, const char* overload = "") {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, overload).typed<Sig>();
-}
-
-// The ops, looked up once.
-using GeluSig = at::Tensor(const at::Tensor&, c10::string_view);
-using GeluBwdSig = at::Tensor(const at::Tensor&, const at::Tensor&, c10::string_view);
-using PreluSig = at::Tensor(const at::Tensor&, const at::Tensor&);
-using PreluBwdSig = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&);
-using LogitSig = at::Tensor(const at::Tensor&, c10::optional<double>);
-using LogitGradSig = at::Tensor(const at::Tensor&, const at::Tensor&, double);
-using SmsSig = at::Tensor(const at::Tensor&, const at::Tensor&, double, bool);
-using SmsBwdSig = at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, double, bool);
-using GbaSig = at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, int64_t);
-using GbaGradSig = at::Tensor(const at::Tensor&, const c10::optional<at::Tensor>&, int64_t);
-
-const c10::TypedOperatorHandle<GeluSig>& gelu_op() {
-  static const auto h = op<GeluSig>("npu_ext::gelu");
-  return h;
-}
-const c10::TypedOperatorHandle<GeluBwdSig>& gelu_bwd_op() {
-  static const auto h = op<GeluBwdSig>("npu_ext::gelu_backward_v2");
-  return h;
-}
-const c10::TypedOperatorHandle<PreluSig>& prelu_op() {
-  static const auto h = op<PreluSig>("npu_ext::prelu");
-  return h;
-}
-const c10::TypedOperatorHandle<PreluBwdSig>& prelu_bwd_op() {
-  static const auto h = op<PreluBwdSig>("npu_ext::prelu_backward");
-  return h;
-}
-const c10::TypedOperatorHandle<LogitSig>& logit_op() {
-  static const auto h = op<LogitSig>("npu_ext::logit");
-  return h;
-}
-const c10::TypedOperatorHandle<LogitGradSig>& logit_grad_op() {
-  static const auto h = op<LogitGradSig>("npu_ext::logit_grad");
-  return h;
-}
-const c10::TypedOperatorHandle<SmsSig>& sms_op() {
-  static const auto h = op<SmsSig>("npu_ext::scaled_masked_softmax");
-  return h;
-}
-const c10::TypedOperatorHandle<SmsBwdSig>& sms_bwd_op() {
-  static const auto h = op<SmsBwdSig>("npu_ext::scaled_masked_softmax_backward");
-  return h;
-}
-const c10::TypedOperatorHandle<GbaSig>& gba_op() {
-  static const auto h = op<GbaSig>("npu_ext::grouped_bias_add");
-  return h;
-}
-const c10::TypedOperatorHandle<GbaGradSig>& gba_grad_op() {
-  static const auto h = op<GbaGradSig>("npu_ext::grouped_bias_add_grad");
-  return h;
-}
-
-// Calls f() below autograd (the op's backend kernel, through every key under ADInplaceOrView).
-template <typename F>
-auto below_autograd(F&& f) {
-  at::AutoDispatchBelowADInplaceOrView guard;
-  return f();
-}
-
-// Calls a backward op from a backward formula: through its Autograd kernel only when a graph of the backward
-// is being recorded (create_graph / double backward), below autograd otherwise.
-template <typename F>
-auto backward_op(F&& f) {
-  if (at::GradMode::is_enabled()) return f();
-  return below_autograd(std::forward<F>(f));
-}
-
-bool needs_grad(const at::Tensor& t) { return t.defined() && t.requires_grad(); }
-
-bool recording() { return at::GradMode::is_enabled(); }
-
-}  // namespace
-
-// The graph nodes, written like the nodes ATen generates for its own derivatives (a Node subclass with its
-// SavedVariables, attached with set_history): no AutogradContext, no IValue map, no output wrapping, so a
-// training step costs what an ATen op's does. name() is what grad_fn.name() shows.
 namespace autograd {
-
-using torch::autograd::Node;
-using torch::autograd::SavedVariable;
-using torch::autograd::variable_list;
-
-// Attaches `node` (its next edges: the inputs' gradient edges) as the grad_fn of `result`.
-template <typename N, typename... Inputs>
-c10::intrusive_ptr<N> attach(at::Tensor& result, const Inputs&... inputs) {
-  auto node = c10::make_intrusive<N>();
-  node->set_next_edges(torch::autograd::collect_next_edges(inputs...));
-  torch::autograd::set_history(result, node);
-  return node;
-}
 
 struct GeluBackward : public Node {
   SavedVariable self_;
