@@ -30,9 +30,9 @@ C10_ALWAYS_INLINE Vectorized<T> gelu_erf_grad(const Vectorized<T>& g, const Vect
     Vec e, r;
     normal_tail(x, e, r);
     const Vec zero(T(0));
-    const Vec negative = x < zero;  // NaN is not negative: 1 + e * NaN = NaN
-    const Vec m = e * at::vec::fmadd(kInvSqrt2Pi, x, Vec::blendv(zero - r, r, negative));
-    return g * (Vec::blendv(Vec(T(1)), zero, negative) + m);
+    const Vec negative = mask_lt(x, zero);  // NaN is not negative: 1 + e * NaN = NaN
+    const Vec m = e * at::vec::fmadd(kInvSqrt2Pi, x, blend(zero - r, r, negative));
+    return g * (blend(Vec(T(1)), zero, negative) + m);
   }
 }
 
@@ -53,7 +53,7 @@ C10_ALWAYS_INLINE Vectorized<T> gelu_tanh_grad(const Vectorized<T>& g, const Vec
     const Vec u = kBeta * (x + kKappa * x_sq * x);
     const Vec e = (Vec(-2.0) * u.abs()).exp();
     const Vec r = kOne / (kOne + e);
-    const Vec one_plus_tanh = Vec(2.0) * r * Vec::blendv(kOne, e, u < Vec(0.0));
+    const Vec one_plus_tanh = Vec(2.0) * r * blend(kOne, e, mask_lt(u, Vec(0.0)));
     const Vec sech_sq = Vec(4.0) * e * r * r;
     const Vec du = kBeta * (kOne + Vec(3.0) * kKappa * x_sq);
     return g * (Vec(0.5) * one_plus_tanh + Vec(0.5) * x * sech_sq * du);

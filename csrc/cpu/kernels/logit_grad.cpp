@@ -23,8 +23,8 @@ void logit_grad_kernel(at::TensorIteratorBase& iter, double eps) {
     const Vec fill(clamp ? opmath_t(0) : std::numeric_limits<opmath_t>::quiet_NaN());
     const Vec one(opmath_t(1));
     binary_vec_kernel<scalar_t>(iter, [=](const Vec& x, const Vec& dy) {
-      const Vec outside = (x < lo) | (x > hi);
-      return Vec::blendv(dy / (x * (one - x)), fill, outside);
+      const Vec outside = mask_lt(x, lo) | mask_gt(x, hi);
+      return blend(dy / (x * (one - x)), fill, outside);
     });
   });
 }

@@ -28,9 +28,9 @@ struct PreluStep {
     P r;
     const Vec zero(0);
     for (int k = 0; k < P::kVecs; ++k) {
-      const Vec pos = px.v[k] > zero;
-      r.v[k] = Vec::blendv(w.v[k] * pg.v[k], pg.v[k], pos);
-      acc[k] = acc[k] + Vec::blendv(px.v[k] * pg.v[k], zero, pos);
+      const Vec pos = mask_gt(px.v[k], zero);
+      r.v[k] = blend(w.v[k] * pg.v[k], pg.v[k], pos);
+      acc[k] = acc[k] + blend(px.v[k] * pg.v[k], zero, pos);
     }
     r.store(gi, count);
   }

@@ -77,11 +77,11 @@ void scaled_masked_softmax_impl(const at::Tensor& x, const at::Tensor& mask, dou
           const int64_t valid = std::max<int64_t>(0, std::min(V, j + cnt - j0));
           Vec masked;
           if (causal) {
-            masked = (iota + Vec(static_cast<acc_t>(j0))) > Vec(static_cast<acc_t>(i));
+            masked = mask_gt(iota + Vec(static_cast<acc_t>(j0)), Vec(static_cast<acc_t>(i)));
           } else {
             masked = bool_mask<Vec>(mr + std::min(j0, S2), valid);
           }
-          Vec v = Vec::blendv(sc * px.v[k], fill, masked);
+          Vec v = blend(sc * px.v[k], fill, masked);
           if (valid < V) v = Vec::set(neg_inf, v, valid);
           v.store(z + j0);
           vmax = at::vec::maximum(vmax, v);  // NaN propagates (the row is NaN anyway, through the sum)

@@ -72,11 +72,11 @@ void scaled_masked_softmax_backward_impl(const at::Tensor& g, const at::Tensor& 
           const int64_t j0 = j + k * V;
           Vec masked;
           if (causal) {
-            masked = (iota + Vec(static_cast<acc_t>(j0))) > Vec(static_cast<acc_t>(i));
+            masked = mask_gt(iota + Vec(static_cast<acc_t>(j0)), Vec(static_cast<acc_t>(i)));
           } else {
             masked = bool_mask<Vec>(mr + std::min(j0, S2), std::max<int64_t>(0, std::min(V, j + cnt - j0)));
           }
-          res.v[k] = Vec::blendv(v, zero, masked);
+          res.v[k] = blend(v, zero, masked);
         }
         return res;
       });

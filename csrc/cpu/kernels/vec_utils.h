@@ -89,6 +89,67 @@ C10_ALWAYS_INLINE void store_loop(scalar_t* out, int64_t n, const Body& body) {
   if (j < n) body(j, n - j).store(out + j, n - j);
 }
 
+// Lane masks (all bits set where true) and selects. The SIMD variants (AVX2, AVX512, and NEON for float on
+// aarch64) use at::vec's operators. at::vec's generic Vectorized, which the DEFAULT variant on x86-64 is built
+// on, implements comparisons and blendv with one branch per lane: on data-dependent outcomes (the sign of an
+// activation) half of them mispredict, and a kernel spends most of its time there. The generic versions below
+// are branch-free element loops instead, which the compiler turns into SSE2 compares and bitwise selects.
+#if defined(CPU_CAPABILITY_AVX2) || defined(CPU_CAPABILITY_AVX512)
+template <typename T>
+inline constexpr bool kGenericLanes = false;
+#elif defined(__aarch64__)
+template <typename T>
+inline constexpr bool kGenericLanes = !std::is_same_v<T, float>;
+#else
+template <typename T>
+inline constexpr bool kGenericLanes = true;
+#endif
+
+template <typename T, typename Pred>
+C10_ALWAYS_INLINE Vectorized<T> lane_mask(const Vectorized<T>& a, const Vectorized<T>& b, const Pred& pred) {
+  using I = at::vec::int_same_size_t<T>;
+  constexpr int V = Vectorized<T>::size();
+  T av[V], bv[V];
+  I m[V];
+  a.store(av);
+  b.store(bv);
+  for (int k = 0; k < V; ++k) m[k] = -static_cast<I>(pred(av[k], bv[k]));
+  return Vectorized<T>::loadu(m);
+}
+
+// a > b, lane-wise (false where either is NaN).
+template <typename T>
+C10_ALWAYS_INLINE Vectorized<T> mask_gt(const Vectorized<T>& a, const Vectorized<T>& b) {
+  if constexpr (kGenericLanes<T>) {
+    return lane_mask(a, b, [](T x, T y) { return x > y; });
+  } else {
+    return a > b;
+  }
+}
+
+// a < b, lane-wise (false where either is NaN).
+template <typename T>
+C10_ALWAYS_INLINE Vectorized<T> mask_lt(const Vectorized<T>& a, const Vectorized<T>& b) {
+  return mask_gt(b, a);
+}
+
+// mask ? b : a, lane-wise (mask lanes all ones or all zeros), as Vectorized::blendv.
+template <typename T>
+C10_ALWAYS_INLINE Vectorized<T> blend(const Vectorized<T>& a, const Vectorized<T>& b, const Vectorized<T>& mask) {
+  if constexpr (kGenericLanes<T>) {
+    using I = at::vec::int_same_size_t<T>;
+    constexpr int V = Vectorized<T>::size();
+    I av[V], bv[V], mv[V];
+    a.store(av);
+    b.store(bv);
+    mask.store(mv);
+    for (int k = 0; k < V; ++k) av[k] = (av[k] & ~mv[k]) | (bv[k] & mv[k]);
+    return Vectorized<T>::loadu(av);
+  } else {
+    return Vectorized<T>::blendv(a, b, mask);
+  }
+}
+
 // 2^w in float: w = n + f with n = round(w), |f| <= 1/2 (exact), 2^f by its degree-6 Taylor polynomial
 // (relative error below 2e-7), 2^n applied exactly. w is first clamped to [-151, 129] (NaN passes: the max/min
 // operand order returns w when it is NaN), so that w = -inf gives 0 and w = +inf gives inf, and 2^n is
@@ -187,7 +248,7 @@ C10_ALWAYS_INLINE Vectorized<T> select_negative(const Vectorized<T>& x, const Ve
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), b, a);
   }
 #endif
-  return Vectorized<T>::blendv(b, a, x < Vectorized<T>(T(0)));
+  return blend(b, a, mask_lt(x, Vectorized<T>(T(0))));
 }
 
 // 1 / x in float: the hardware estimate refined by one Newton step (about 1 ulp; x finite and nonzero, or
@@ -228,9 +289,18 @@ C10_ALWAYS_INLINE Vec bool_mask(const bool* m, int64_t count) {
     return _mm256_castsi256_ps(_mm256_cmpgt_epi32(wide, _mm256_setzero_si256()));
   }
 #endif
-  T lanes[V];
-  for (int64_t k = 0; k < V; ++k) lanes[k] = (k < count && m[k]) ? T(1) : T(0);
-  return Vec::loadu(lanes) == Vec(T(1));
+  if constexpr (kGenericLanes<T>) {
+    using I = at::vec::int_same_size_t<T>;
+    bool set[V] = {};
+    std::memcpy(set, m, static_cast<size_t>(std::min<int64_t>(count, V)));
+    I lanes[V];
+    for (int64_t k = 0; k < V; ++k) lanes[k] = -static_cast<I>(set[k]);
+    return Vec::loadu(lanes);
+  } else {
+    T lanes[V];
+    for (int64_t k = 0; k < V; ++k) lanes[k] = (k < count && m[k]) ? T(1) : T(0);
+    return Vec::loadu(lanes) == Vec(T(1));
+  }
 }
 
 // A row of n elements at stride `stride`: the row itself when it is dense, else a copy gathered into buf.
