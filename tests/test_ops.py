@@ -143,6 +143,27 @@ def test_prelu_backward_nan_and_zero_take_negative_branch():
     assert math.isnan(gw.item())
 
 
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_16bit_conversions_are_exact_for_every_value(dtype):
+    """Every 16-bit pattern is widened exactly and every fp32 product is rounded to nearest even, in every
+    kernel variant (the DEFAULT variant on x86-64 converts with its own integer code). prelu_backward with
+    x > 0 passes g through (widen, then narrow), with x < 0 returns w * g computed in fp32 and rounded once:
+    compared bitwise with PyTorch's own conversions, over all 65536 bit patterns of g (zeros, subnormals,
+    infinities, NaNs included) and weights that make the products round, overflow and underflow."""
+    g = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(dtype)
+    nan = torch.isnan(g)
+    gi, _ = ops.prelu_backward(g, torch.ones_like(g), torch.ones(1, dtype=dtype))
+    assert torch.equal(gi.view(torch.int16)[~nan], g.view(torch.int16)[~nan])
+    assert torch.isnan(gi[nan]).all()
+    for w in (0.7, 1.0 / 3.0, 3.0e-3, 1.7e3, -2.9e-5):
+        w16 = torch.tensor([w], dtype=dtype)
+        gi, _ = ops.prelu_backward(g, -torch.ones_like(g), w16)
+        expected = (g.float() * w16.float()).to(dtype)
+        same = gi.view(torch.int16) == expected.view(torch.int16)
+        both_nan = torch.isnan(gi) & torch.isnan(expected)
+        assert (same | both_nan).all(), (w, g[~(same | both_nan)][:8], gi[~(same | both_nan)][:8])
+
 @pytest.mark.parametrize("x_shape,w_shape", [([0, 6, 5], [6]), ([4, 0], [1]), ([0], [1])])
 def test_prelu_backward_empty(x_shape, w_shape):
     gi, gw = ops.prelu_backward(torch.empty(x_shape), torch.empty(x_shape), torch.ones(w_shape))

@@ -32,6 +32,79 @@ using at::vec::Vectorized;
 template <typename T>
 inline constexpr bool kReduced = std::is_same_v<T, c10::BFloat16> || std::is_same_v<T, c10::Half>;
 
+// fp16/bf16 <-> fp32 for the DEFAULT variant on x86-64 (no F16C): at::vec's generic conversions convert one
+// element at a time through c10::Half/c10::BFloat16, which the compiler keeps scalar. These are the same
+// exact conversions (IEEE round to nearest even; the fp16 ones are the branch-free algorithms c10 itself uses,
+// from the FP16 library), written as loops over plain integers that the compiler vectorizes with SSE2.
+// Elsewhere (AVX2/AVX512: F16C and integer shifts; aarch64: NEON) at::vec's own conversions are used.
+#if !defined(CPU_CAPABILITY_AVX2) && !defined(CPU_CAPABILITY_AVX512) && !defined(__aarch64__)
+inline constexpr bool kGenericConvert = true;
+#else
+inline constexpr bool kGenericConvert = false;
+#endif
+
+C10_ALWAYS_INLINE float bits_to_float(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, sizeof(f));
+  return f;
+}
+
+C10_ALWAYS_INLINE uint32_t float_to_bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof(b));
+  return b;
+}
+
+// All lanes set where cond holds (cond computed without a branch).
+C10_ALWAYS_INLINE uint32_t all_ones_if(bool cond) { return static_cast<uint32_t>(-static_cast<int32_t>(cond)); }
+
+// The selects are written as masks and the unsigned comparisons as signed ones on non-negative values: a
+// conditional expression or an unsigned compare here keeps the compiler from vectorizing the loop.
+template <int N>
+C10_ALWAYS_INLINE void half_to_float(const uint16_t* h, float* out) {
+  for (int k = 0; k < N; ++k) {
+    const uint32_t w = static_cast<uint32_t>(h[k]) << 16;
+    const uint32_t sign = w & 0x80000000u;
+    const uint32_t two_w = w + w;
+    const float normalized = bits_to_float((two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;
+    const float denormalized = bits_to_float((two_w >> 17) | (126u << 23)) - 0.5f;
+    const uint32_t small = all_ones_if(static_cast<int32_t>(two_w >> 1) < (1 << 26));  // two_w < 2^27
+    out[k] = bits_to_float(sign | (small & float_to_bits(denormalized)) | (~small & float_to_bits(normalized)));
+  }
+}
+
+template <int N>
+C10_ALWAYS_INLINE void float_to_half(const float* f, uint16_t* out) {
+  for (int k = 0; k < N; ++k) {
+    const uint32_t w = float_to_bits(f[k]);
+    const uint32_t sign = w & 0x80000000u;
+    const int32_t abs_w = static_cast<int32_t>(w & 0x7FFFFFFFu);
+    const uint32_t nan = all_ones_if(abs_w > 0x7F800000);
+    float base = (bits_to_float(static_cast<uint32_t>(abs_w)) * 0x1.0p+112f) * 0x1.0p-110f;
+    const int32_t e = abs_w >> 23;  // the biased exponent, raised to at least 0x71 (the fp16 subnormal bias)
+    const int32_t low = static_cast<int32_t>(all_ones_if(e < 0x71));
+    base = bits_to_float((static_cast<uint32_t>((e & ~low) | (0x71 & low)) << 23) + 0x07800000u) + base;
+    const uint32_t bits = float_to_bits(base);
+    const uint32_t nonsign = ((bits >> 13) & 0x00007C00u) + (bits & 0x00000FFFu);
+    out[k] = static_cast<uint16_t>((sign >> 16) | (nan & 0x7E00u) | (~nan & nonsign));
+  }
+}
+
+template <int N>
+C10_ALWAYS_INLINE void bfloat16_to_float(const uint16_t* b, float* out) {
+  for (int k = 0; k < N; ++k) out[k] = bits_to_float(static_cast<uint32_t>(b[k]) << 16);
+}
+
+template <int N>
+C10_ALWAYS_INLINE void float_to_bfloat16(const float* f, uint16_t* out) {
+  for (int k = 0; k < N; ++k) {
+    const uint32_t u = float_to_bits(f[k]);
+    const uint32_t nan = all_ones_if(static_cast<int32_t>(u & 0x7FFFFFFFu) > 0x7F800000);
+    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    out[k] = static_cast<uint16_t>((nan & 0x7FC0u) | (~nan & rounded));
+  }
+}
+
 // The elements of one Vectorized<scalar_t>, held as opmath vectors: one vector for float/double, two float
 // vectors for the 16-bit types (computed in fp32, rounded once on store). Partial loads fill the missing
 // lanes with zeros, so tails go through exactly the same vector code as full vectors.
@@ -47,7 +120,19 @@ struct Pack {
   static C10_ALWAYS_INLINE Pack load(const scalar_t* p, int64_t count = kSize) {
     const auto raw = count == kSize ? Vectorized<scalar_t>::loadu(p) : Vectorized<scalar_t>::loadu(p, count);
     Pack r;
-    if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
+    if constexpr (kReduced<scalar_t> && kGenericConvert) {
+      constexpr int V = Vec::size();
+      uint16_t bits[kSize];
+      float wide[kSize];
+      raw.store(bits);
+      if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
+        bfloat16_to_float<kSize>(bits, wide);
+      } else {
+        half_to_float<kSize>(bits, wide);
+      }
+      r.v[0] = Vec::loadu(wide);
+      r.v[1] = Vec::loadu(wide + V);
+    } else if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
       std::tie(r.v[0], r.v[1]) = at::vec::convert_bfloat16_float(raw);
     } else if constexpr (std::is_same_v<scalar_t, c10::Half>) {
       std::tie(r.v[0], r.v[1]) = at::vec::convert_half_float(raw);
@@ -69,7 +154,19 @@ struct Pack {
  private:
   C10_ALWAYS_INLINE Vectorized<scalar_t> narrow() const {
     Vectorized<scalar_t> raw;
-    if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
+    if constexpr (kReduced<scalar_t> && kGenericConvert) {
+      constexpr int V = Vec::size();
+      float wide[kSize];
+      uint16_t bits[kSize];
+      v[0].store(wide);
+      v[1].store(wide + V);
+      if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
+        float_to_bfloat16<kSize>(wide, bits);
+      } else {
+        float_to_half<kSize>(wide, bits);
+      }
+      raw = Vectorized<scalar_t>::loadu(bits);
+    } else if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
       raw = at::vec::convert_float_bfloat16(v[0], v[1]);
     } else if constexpr (std::is_same_v<scalar_t, c10::Half>) {
       raw = at::vec::convert_float_half(v[0], v[1]);
