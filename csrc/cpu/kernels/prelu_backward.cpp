@@ -22,8 +22,10 @@ struct PreluStep {
   using P = Pack<scalar_t>;
   using Vec = typename P::Vec;
 
-  // grad_input = x > 0 ? g : w * g (NaN x takes the x <= 0 branch); acc += x > 0 ? 0 : x * g.
-  static void run(const scalar_t* g, const scalar_t* x, scalar_t* gi, int64_t count, const P& w, Vec* acc) {
+  // grad_input = x > 0 ? g : w * g (NaN x takes the x <= 0 branch); acc += x > 0 ? 0 : x * g. Always inlined:
+  // the DEFAULT variant's 16-bit version was otherwise a call per vector (2-2.5x slower there).
+  static C10_ALWAYS_INLINE void run(const scalar_t* g, const scalar_t* x, scalar_t* gi, int64_t count, const P& w,
+                                    Vec* acc) {
     const P px = P::load(x, count), pg = P::load(g, count);
     P r;
     const Vec zero(0);
