@@ -18,6 +18,7 @@ from torch.autograd import gradcheck, gradgradcheck
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+import oracle  # noqa: E402
 import samples  # noqa: E402
 import torch_ext  # noqa: E402
 from oracle import THRESHOLD, assert_accurate, relative_errors  # noqa: E402
@@ -138,25 +139,15 @@ def test_backward_ops_gradcheck(name, fn, make):
     assert gradgradcheck(fn, inputs)
 
 
-def _prelu_backward_reference(g, x, w):
-    """prelu_backward from SPEC.md in plain PyTorch ops (differentiable): gi = where(x > 0, g, w_c g),
-    gw = sum over every dim but 1 of where(x > 0, 0, x g)."""
-    w_c = w.reshape([1, -1] + [1] * (x.dim() - 2)) if x.dim() > 1 else w.reshape(())
-    gi = torch.where(x > 0, g, w_c * g)
-    t = torch.where(x > 0, 0, x * g)
-    if w.numel() != 1 and x.dim() > 1:
-        t = t.sum([d for d in range(x.dim()) if d != 1])
-    return gi, t.sum_to_size(w.shape) if w.numel() != 1 else t.sum().reshape(w.shape)
-
-
 @pytest.mark.parametrize("used", [0, 1], ids=["grad_input_only", "grad_weight_only"])
 def test_prelu_backward_double_backward_one_output(used):
     """Double backward when only one of prelu_backward's two outputs reaches the loss (the other output's
-    incoming gradient is undefined: it counts as zero), against the same formula in plain PyTorch."""
+    incoming gradient is undefined: it counts as zero), against the float64 oracle of SPEC.md, which is written
+    with differentiable PyTorch ops."""
     make = [rand((4, 1), -2, 2), rand((3, 4, 5), -2, 2), rand((4,), -0.5, 0.5)]
     v = torch.randn(make[1].shape if used == 0 else (4,), dtype=f64)
     ours = torch.autograd.grad((ops.prelu_backward(*make)[used] * v).sum(), make, allow_unused=True)
-    ref = torch.autograd.grad((_prelu_backward_reference(*make)[used] * v).sum(), make, allow_unused=True)
+    ref = torch.autograd.grad((oracle.prelu_backward(*make)[used] * v).sum(), make, allow_unused=True)
     for a, b, t in zip(ours, ref, make):
         a = torch.zeros_like(t) if a is None else a
         b = torch.zeros_like(t) if b is None else b

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "autograd/common.h"
+#include "common/checks.h"
 
 namespace npu_ext {
 namespace autograd {
@@ -202,9 +203,9 @@ struct LogitGradBackward : public Node {
       const at::Tensor xf = opmath(x);
       const at::Tensor q = xf * (1 - xf);
       at::Tensor val = opmath(ggx) * opmath(dy) * (2 * xf - 1) / (q * q);
-      const double eps = static_cast<double>(static_cast<float>(eps_));  // rounded to fp32, as the op uses it
-      if (eps >= 0) {
-        val = at::where(xf.ge(eps).logical_and_(xf.le(1 - eps)), val, 0);
+      const LogitGradBounds b = logit_grad_bounds(eps_, x_.dtype);  // the op's own interval
+      if (b.clamp) {
+        val = at::where(xf.ge(b.lo).logical_and_(xf.le(b.hi)), val, 0);
       } else {
         val = at::where(xf.ge(0).logical_and_(xf.le(1)), val, std::numeric_limits<double>::quiet_NaN());
       }

@@ -166,12 +166,9 @@ at::Tensor logit_grad(const at::Tensor& x, const at::Tensor& dy, double eps) {
   const at::Tensor xx = opmath(x);
   const at::Tensor d = opmath(dy);
   const at::Tensor value = d / (xx * (1.0 - xx));
-  // eps is rounded to fp32 (as the NPU kernel does); fp64 inputs keep it exact. NaN behaves like eps < 0.
-  const bool fp64 = x.scalar_type() == at::kDouble;
-  const double e = fp64 ? eps : static_cast<double>(static_cast<float>(eps));
-  if (e >= 0) {
-    const double hi = fp64 ? 1.0 - e : static_cast<double>(1.0f - static_cast<float>(e));
-    return finish(at::where((xx < e).logical_or_(xx > hi), at::zeros({}, xx.options()), value), x.scalar_type());
+  const LogitGradBounds b = logit_grad_bounds(eps, x.scalar_type());
+  if (b.clamp) {
+    return finish(at::where((xx < b.lo).logical_or_(xx > b.hi), at::zeros({}, xx.options()), value), x.scalar_type());
   }
   const at::Tensor nan = at::full({}, std::numeric_limits<double>::quiet_NaN(), xx.options());
   return finish(at::where((xx < 0).logical_or_(xx > 1), nan, value), x.scalar_type());

@@ -93,6 +93,21 @@ struct LogitGradMeta {
 
 LogitGradMeta check_logit_grad(const at::Tensor& x, const at::Tensor& dy);
 
+// The interval on which dx = dy / (x (1 - x)), as the op uses it: [eps, 1 - eps] with eps rounded to fp32 (as
+// the NPU kernel does; fp64 inputs keep it exact) and 1 - eps computed in that precision, 0 outside (clamp);
+// for eps < 0 or NaN, [0, 1] with NaN outside.
+struct LogitGradBounds {
+  bool clamp;
+  double lo, hi;
+};
+
+inline LogitGradBounds logit_grad_bounds(double eps, at::ScalarType x_dtype) {
+  const bool fp64 = x_dtype == at::kDouble;
+  const double e = fp64 ? eps : static_cast<double>(static_cast<float>(eps));
+  if (!(e >= 0)) return {false, 0.0, 1.0};
+  return {true, e, fp64 ? 1.0 - e : static_cast<double>(1.0f - static_cast<float>(e))};
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Forward ops (torch_ext.gelu & co.; their gradients are the backward ops above). Same rules and message
 // style ("npu_ext.<op>: <arg> ..."). These checks read sizes through sym_sizes(), so the Meta kernels also

@@ -12,6 +12,7 @@
 #include <ATen/TensorIterator.h>
 #include <ATen/cpu/vec/vec.h>
 #include <c10/util/BFloat16.h>
+#include <c10/util/bit_cast.h>
 #include <c10/macros/Macros.h>
 #include <c10/util/Half.h>
 
@@ -32,29 +33,30 @@ using at::vec::Vectorized;
 template <typename T>
 inline constexpr bool kReduced = std::is_same_v<T, c10::BFloat16> || std::is_same_v<T, c10::Half>;
 
-// fp16/bf16 <-> fp32 for the DEFAULT variant on x86-64 (no F16C): at::vec's generic conversions convert one
-// element at a time through c10::Half/c10::BFloat16, which the compiler keeps scalar. These are the same
-// exact conversions (IEEE round to nearest even; the fp16 ones are the branch-free algorithms c10 itself uses,
-// from the FP16 library), written as loops over plain integers that the compiler vectorizes with SSE2.
-// Elsewhere (AVX2/AVX512: F16C and integer shifts; aarch64: NEON) at::vec's own conversions are used.
-#if !defined(CPU_CAPABILITY_AVX2) && !defined(CPU_CAPABILITY_AVX512) && !defined(__aarch64__)
-inline constexpr bool kGenericConvert = true;
+// kGenericLanes<T>: at::vec's generic (array) Vectorized is what holds T here (the DEFAULT variant on x86-64;
+// types other than float on aarch64), and the lane masks, selects and 16-bit conversions below replace some of
+// its operations. The SIMD variants (AVX2, AVX512, and NEON for float on aarch64) use at::vec's own. The
+// generic Vectorized implements comparisons and blendv with one branch per lane: on data-dependent outcomes
+// (the sign of an activation) half of them mispredict, and a kernel spends most of its time there. The
+// versions below are branch-free element loops instead, which the compiler turns into SSE2 compares and
+// bitwise selects.
+#if defined(CPU_CAPABILITY_AVX2) || defined(CPU_CAPABILITY_AVX512)
+template <typename T>
+inline constexpr bool kGenericLanes = false;
+#elif defined(__aarch64__)
+template <typename T>
+inline constexpr bool kGenericLanes = !std::is_same_v<T, float>;
 #else
-inline constexpr bool kGenericConvert = false;
+template <typename T>
+inline constexpr bool kGenericLanes = true;
 #endif
 
-C10_ALWAYS_INLINE float bits_to_float(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, sizeof(f));
-  return f;
-}
-
-C10_ALWAYS_INLINE uint32_t float_to_bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, sizeof(b));
-  return b;
-}
-
+// fp16/bf16 <-> fp32 on that generic variant (x86-64 DEFAULT, no F16C: kGenericLanes<float>): at::vec's generic
+// conversions convert one element at a time through c10::Half/c10::BFloat16, which the compiler keeps scalar.
+// These are the same exact conversions (IEEE round to nearest even; the fp16 ones are the branch-free
+// algorithms c10 itself uses, from the FP16 library), written as loops over plain integers that the compiler
+// vectorizes with SSE2. Elsewhere (AVX2/AVX512: F16C and integer shifts; aarch64: NEON) at::vec's own
+// conversions are used.
 // All lanes set where cond holds (cond computed without a branch).
 C10_ALWAYS_INLINE uint32_t all_ones_if(bool cond) { return static_cast<uint32_t>(-static_cast<int32_t>(cond)); }
 
@@ -66,25 +68,27 @@ C10_ALWAYS_INLINE void half_to_float(const uint16_t* h, float* out) {
     const uint32_t w = static_cast<uint32_t>(h[k]) << 16;
     const uint32_t sign = w & 0x80000000u;
     const uint32_t two_w = w + w;
-    const float normalized = bits_to_float((two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;
-    const float denormalized = bits_to_float((two_w >> 17) | (126u << 23)) - 0.5f;
+    const float normalized = c10::bit_cast<float>((two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;
+    const float denormalized = c10::bit_cast<float>((two_w >> 17) | (126u << 23)) - 0.5f;
     const uint32_t small = all_ones_if(static_cast<int32_t>(two_w >> 1) < (1 << 26));  // two_w < 2^27
-    out[k] = bits_to_float(sign | (small & float_to_bits(denormalized)) | (~small & float_to_bits(normalized)));
+    const uint32_t magnitude =
+        (small & c10::bit_cast<uint32_t>(denormalized)) | (~small & c10::bit_cast<uint32_t>(normalized));
+    out[k] = c10::bit_cast<float>(sign | magnitude);
   }
 }
 
 template <int N>
 C10_ALWAYS_INLINE void float_to_half(const float* f, uint16_t* out) {
   for (int k = 0; k < N; ++k) {
-    const uint32_t w = float_to_bits(f[k]);
+    const uint32_t w = c10::bit_cast<uint32_t>(f[k]);
     const uint32_t sign = w & 0x80000000u;
     const int32_t abs_w = static_cast<int32_t>(w & 0x7FFFFFFFu);
     const uint32_t nan = all_ones_if(abs_w > 0x7F800000);
-    float base = (bits_to_float(static_cast<uint32_t>(abs_w)) * 0x1.0p+112f) * 0x1.0p-110f;
+    float base = (c10::bit_cast<float>(static_cast<uint32_t>(abs_w)) * 0x1.0p+112f) * 0x1.0p-110f;
     const int32_t e = abs_w >> 23;  // the biased exponent, raised to at least 0x71 (the fp16 subnormal bias)
     const int32_t low = static_cast<int32_t>(all_ones_if(e < 0x71));
-    base = bits_to_float((static_cast<uint32_t>((e & ~low) | (0x71 & low)) << 23) + 0x07800000u) + base;
-    const uint32_t bits = float_to_bits(base);
+    base = c10::bit_cast<float>((static_cast<uint32_t>((e & ~low) | (0x71 & low)) << 23) + 0x07800000u) + base;
+    const uint32_t bits = c10::bit_cast<uint32_t>(base);
     const uint32_t nonsign = ((bits >> 13) & 0x00007C00u) + (bits & 0x00000FFFu);
     out[k] = static_cast<uint16_t>((sign >> 16) | (nan & 0x7E00u) | (~nan & nonsign));
   }
@@ -92,13 +96,13 @@ C10_ALWAYS_INLINE void float_to_half(const float* f, uint16_t* out) {
 
 template <int N>
 C10_ALWAYS_INLINE void bfloat16_to_float(const uint16_t* b, float* out) {
-  for (int k = 0; k < N; ++k) out[k] = bits_to_float(static_cast<uint32_t>(b[k]) << 16);
+  for (int k = 0; k < N; ++k) out[k] = c10::bit_cast<float>(static_cast<uint32_t>(b[k]) << 16);
 }
 
 template <int N>
 C10_ALWAYS_INLINE void float_to_bfloat16(const float* f, uint16_t* out) {
   for (int k = 0; k < N; ++k) {
-    const uint32_t u = float_to_bits(f[k]);
+    const uint32_t u = c10::bit_cast<uint32_t>(f[k]);
     const uint32_t nan = all_ones_if(static_cast<int32_t>(u & 0x7FFFFFFFu) > 0x7F800000);
     const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
     out[k] = static_cast<uint16_t>((nan & 0x7FC0u) | (~nan & rounded));
@@ -120,7 +124,7 @@ struct Pack {
   static C10_ALWAYS_INLINE Pack load(const scalar_t* p, int64_t count = kSize) {
     const auto raw = count == kSize ? Vectorized<scalar_t>::loadu(p) : Vectorized<scalar_t>::loadu(p, count);
     Pack r;
-    if constexpr (kReduced<scalar_t> && kGenericConvert) {
+    if constexpr (kReduced<scalar_t> && kGenericLanes<float>) {
       constexpr int V = Vec::size();
       uint16_t bits[kSize];
       float wide[kSize];
@@ -154,7 +158,7 @@ struct Pack {
  private:
   C10_ALWAYS_INLINE Vectorized<scalar_t> narrow() const {
     Vectorized<scalar_t> raw;
-    if constexpr (kReduced<scalar_t> && kGenericConvert) {
+    if constexpr (kReduced<scalar_t> && kGenericLanes<float>) {
       constexpr int V = Vec::size();
       float wide[kSize];
       uint16_t bits[kSize];
@@ -185,22 +189,6 @@ C10_ALWAYS_INLINE void store_loop(scalar_t* out, int64_t n, const Body& body) {
   for (; j + K <= n; j += K) body(j, K).store(out + j);
   if (j < n) body(j, n - j).store(out + j, n - j);
 }
-
-// Lane masks (all bits set where true) and selects. The SIMD variants (AVX2, AVX512, and NEON for float on
-// aarch64) use at::vec's operators. at::vec's generic Vectorized, which the DEFAULT variant on x86-64 is built
-// on, implements comparisons and blendv with one branch per lane: on data-dependent outcomes (the sign of an
-// activation) half of them mispredict, and a kernel spends most of its time there. The generic versions below
-// are branch-free element loops instead, which the compiler turns into SSE2 compares and bitwise selects.
-#if defined(CPU_CAPABILITY_AVX2) || defined(CPU_CAPABILITY_AVX512)
-template <typename T>
-inline constexpr bool kGenericLanes = false;
-#elif defined(__aarch64__)
-template <typename T>
-inline constexpr bool kGenericLanes = !std::is_same_v<T, float>;
-#else
-template <typename T>
-inline constexpr bool kGenericLanes = true;
-#endif
 
 template <typename T, typename Pred>
 C10_ALWAYS_INLINE Vectorized<T> lane_mask(const Vectorized<T>& a, const Vectorized<T>& b, const Pred& pred) {
