@@ -224,8 +224,9 @@ def main(argv=None):
     g.add_argument("--quick", action="store_true", help="quick mode (default; < 5 minutes)")
     g.add_argument("--full", action="store_true", help="full mode (longer timing, inductor at every size)")
     p.add_argument("--ops", nargs="*", help="only ops whose name contains one of these strings")
-    p.add_argument("--dtypes", nargs="*", default=["fp32", "bf16", "fp16"])
-    p.add_argument("--sizes", nargs="*", help="override the mode's sizes (small medium large)")
+    p.add_argument("--dtypes", nargs="*", default=["fp32", "bf16", "fp16"], choices=["fp32", "bf16", "fp16"])
+    p.add_argument("--sizes", nargs="*", choices=["small", "medium", "large"],
+                   help="override the mode's sizes (small medium large)")
     p.add_argument("--threads", nargs="*", type=int, help="thread counts (default: 1 and all)")
     p.add_argument("--no-inductor", action="store_true", help="skip the torch.compile baseline")
     p.add_argument("--out", default=RESULTS_DIR, help="results directory")

@@ -13,26 +13,27 @@ namespace {
 
 // d/dx [x * Phi(x)] = Phi(x) + x * phi(x), phi(x) = exp(-x^2/2) / sqrt(2*pi).
 //
-// fp32: with e = exp(-x^2/2) and r = erfcx(|x|/sqrt2) / 2 from normal_tail (Phi(-|x|) = r * e), the gradient
-// is e * (x / sqrt(2pi) + r) for x < 0 and 1 + e * (x / sqrt(2pi) - r) for x >= 0 (-0.0 included; both give
-// exactly 0.5 at 0): no 1 - Phi cancellation in either tail, one exponential, and relative accuracy on every
-// normal fp32 output, far left tail included. x = +-inf gives NaN (inf * 0), as the formula does.
+// fp32: with e = exp(-x^2/2) and r = erfcx(|x|/sqrt2) / 2 from normal_tail (Phi(-|x|) = r * e, each factor
+// scaled there by 2^+-32, and x / sqrt(2pi) here as well), the gradient is e * (x / sqrt(2pi) + r) for x < 0
+// and 1 + e * (x / sqrt(2pi) - r) for x >= 0: base + e * (x / sqrt(2pi) - copysign(r, x)), both parts chosen
+// by x's sign bit (-0.0 takes the first form; both give exactly 0.5 at 0). No 1 - Phi cancellation in either
+// tail, one exponential, and relative accuracy on every normal fp32 output, far left tail included.
+// x = +-inf gives NaN (inf * 0), as the formula does.
 // fp64 (gradcheck only): the exact formula with Sleef's erfc/exp.
 template <typename T>
 C10_ALWAYS_INLINE Vectorized<T> gelu_erf_grad(const Vectorized<T>& g, const Vectorized<T>& x) {
   using Vec = Vectorized<T>;
-  const Vec kInvSqrt2Pi(static_cast<T>(M_2_SQRTPI * M_SQRT1_2 * 0.5));
   if constexpr (std::is_same_v<T, double>) {
+    const Vec kInvSqrt2Pi(M_2_SQRTPI * M_SQRT1_2 * 0.5);
     const Vec cdf = Vec(0.5) * (x * Vec(-M_SQRT1_2)).erfc();  // no cancellation for x << 0
     const Vec pdf = kInvSqrt2Pi * (Vec(-0.5) * x * x).exp();
     return g * (cdf + x * pdf);
   } else {
+    const Vec kInvSqrt2Pi(static_cast<float>(M_2_SQRTPI * M_SQRT1_2 * 0.5 * kTailScale));
     Vec e, r;
     normal_tail(x, e, r);
-    const Vec zero(T(0));
-    const Vec negative = mask_lt(x, zero);  // NaN is not negative: 1 + e * NaN = NaN
-    const Vec m = e * at::vec::fmadd(kInvSqrt2Pi, x, blend(zero - r, r, negative));
-    return g * (blend(Vec(T(1)), zero, negative) + m);
+    const Vec base = select_sign(x, Vec(0.0f), Vec(1.0f));
+    return g * (base + e * at::vec::fmsub(kInvSqrt2Pi, x, r ^ (x & Vec(-0.0f))));
   }
 }
 

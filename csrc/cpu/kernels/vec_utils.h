@@ -235,20 +235,19 @@ C10_ALWAYS_INLINE Vectorized<T> blend(const Vectorized<T>& a, const Vectorized<T
   }
 }
 
-// 2^w in float: w = n + f with n = round(w), |f| <= 1/2 (exact), 2^f by its degree-6 Taylor polynomial
-// (relative error below 2e-7), 2^n applied exactly. w is first clamped to [-151, 129] (NaN passes: the max/min
-// operand order returns w when it is NaN), so that w = -inf gives 0 and w = +inf gives inf, and 2^n is
+// 2^w in float: w = n + f with n = round(w), |f| <= 1/2 (exact), 2^f by a degree-5 polynomial (relative error
+// 1.1e-7 with its fp32 coefficients), 2^n applied exactly. w is first clamped to [-151, 129] (NaN passes: the
+// max/min operand order returns w when it is NaN), so that w = -inf gives 0 and w = +inf gives inf, and 2^n is
 // representable in two factors. AVX-512 applies 2^n with vscalefps, AVX2 and the portable DEFAULT variant as two
 // exponent-field factors 2^(n/2) 2^(n - n/2) (one rounding, into the subnormals included).
-// 2^f for |f| <= 1/2: the Taylor polynomial, coefficients (ln 2)^k / k!, in Horner's form (fast_exp2's core,
-// the same instructions in every variant).
+// 2^f for |f| <= 1/2: 1 + f Q(f), Q the relative minimax fit of tools/fit_exp2.py (2^0 = 1 exactly), in
+// Horner's form (fast_exp2's core, the same instructions in every variant).
 C10_ALWAYS_INLINE Vectorized<float> exp2_fraction(const Vectorized<float>& f) {
   using Vec = Vectorized<float>;
-  Vec p = at::vec::fmadd(Vec(1.54035304e-4f), f, Vec(1.33335581e-3f));
-  p = at::vec::fmadd(p, f, Vec(9.61812911e-3f));
-  p = at::vec::fmadd(p, f, Vec(5.55041087e-2f));
-  p = at::vec::fmadd(p, f, Vec(2.40226507e-1f));
-  p = at::vec::fmadd(p, f, Vec(6.93147181e-1f));
+  Vec p = at::vec::fmadd(Vec(1.3264722656458616e-3f), f, Vec(9.671512991189957e-3f));
+  p = at::vec::fmadd(p, f, Vec(5.550733581185341e-2f));
+  p = at::vec::fmadd(p, f, Vec(2.4022242426872253e-1f));
+  p = at::vec::fmadd(p, f, Vec(6.931470036506653e-1f));
   return at::vec::fmadd(p, f, Vec(1.0f));
 }
 
@@ -298,31 +297,81 @@ C10_ALWAYS_INLINE Vectorized<float> fast_exp2(const Vectorized<float>& w) {
 #endif
 }
 
-// The standard normal tail in fp32: e = exp(-x^2/2) and r = erfcx(|x|/sqrt2) / 2, so that
-// Phi(-|x|) = r * e with no cancellation (gelu's cdf, forward and backward). r = t * (1/2 + s * P7(s)) with
-// a = 0.3 |x| / sqrt2, t = 1 / (1 + a), s = a * t, P7 fitted by tools/fit_gelu_erfcx.py (relative minimax over
-// |x| <= 14, which covers every x whose gelu or gelu gradient is a normal fp32 number): relative error 2.3e-8
-// before rounding. At x = 0, s = 0 and t = 1 exactly (a true division), so r = 1/2 exactly. |x| is capped at
-// 1e18 so that r stays finite for x = +-inf (e = 0 there). Only at::vec operations: every ISA variant
-// evaluates the same expression.
+// normal_tail's scale: e carries a factor 2^kTailScaleExp and r its inverse, kTailScale = 2^-kTailScaleExp.
+constexpr int kTailScaleExp = 32;
+constexpr double kTailScale = 1.0 / static_cast<double>(int64_t{1} << kTailScaleExp);
+
+// 2^(n + kTailScaleExp) as a float, from ws = n + 1.5 * 2^23 for an integer n in [-kTailScaleExp - 127, 0]: the
+// low bits of ws's significand hold n in two's complement, and one shift puts n into the exponent field, where
+// the bias is added; n = -kTailScaleExp - 127 leaves the field 0, which is +0.
+C10_ALWAYS_INLINE Vectorized<float> tail_pow2(const Vectorized<float>& ws) {
+  constexpr int32_t kBias = (127 + kTailScaleExp) << 23;
+#if defined(CPU_CAPABILITY_AVX512)
+  return _mm512_castsi512_ps(
+      _mm512_add_epi32(_mm512_slli_epi32(_mm512_castps_si512(ws), 23), _mm512_set1_epi32(kBias)));
+#elif defined(CPU_CAPABILITY_AVX2)
+  return _mm256_castsi256_ps(
+      _mm256_add_epi32(_mm256_slli_epi32(_mm256_castps_si256(ws), 23), _mm256_set1_epi32(kBias)));
+#else
+  constexpr int V = Vectorized<float>::size();
+  float w[V], out[V];
+  ws.store(w);
+  for (int k = 0; k < V; ++k) {
+    out[k] = c10::bit_cast<float>((c10::bit_cast<uint32_t>(w[k]) << 23) + static_cast<uint32_t>(kBias));
+  }
+  return Vectorized<float>::loadu(out);
+#endif
+}
+
+// The standard normal tail in fp32, as two scaled factors: e = exp(-x^2/2) 2^32 and r = erfcx(|x|/sqrt2) 2^-32 / 2,
+// so that Phi(-|x|) = r * e with no cancellation (gelu's cdf, forward and backward); a caller scales any other
+// term it multiplies by e by 2^-32 as well. The scale keeps e a normal number wherever a product with it can be
+// a nonzero fp32 number, so a single exponent-field factor builds it (tail_pow2); below 2^-159, for |x| > 14.8,
+// where those products are under the smallest subnormal, e is 0, and so it is for x = +-inf.
+// exp(-x^2/2) = 2^w, w = -x^2 log2(e) / 2 clamped below at -159 (NaN passes), = n + f with n = round(w) (by
+// adding and subtracting 1.5 * 2^23: exact for these w, never folded without -ffast-math) and 2^f from
+// exp2_fraction. r = t * (1/2 + s * P6(s)) with a = 0.43 |x| / sqrt2, t = 1 / (1 + a), s = a * t, P6 fitted by
+// tools/fit_gelu_erfcx.py (relative minimax over |x| <= 14, which covers every x whose gelu or gelu gradient
+// is a normal fp32 number): relative error 3.5e-7 with its fp32 coefficients. At x = 0, s = 0 and t = 1
+// exactly (a true division), so r * e = 1/2 exactly. |x| is capped at 1e18 so that r stays finite for
+// x = +-inf. The same expression in every ISA variant.
 C10_ALWAYS_INLINE void normal_tail(const Vectorized<float>& x, Vectorized<float>& e, Vectorized<float>& r) {
   using Vec = Vectorized<float>;
   constexpr double kLog2e = 1.4426950408889634;
-  // exp(-x^2/2) = 2^(-x^2 log2(e) / 2); the exponent is clamped (NaN passes) so that x^2 = inf gives 0.
-  e = fast_exp2(at::vec::clamp_min(Vec(float(-0.5 * kLog2e)) * (x * x), Vec(-200.0f)));
+  constexpr float kScale = static_cast<float>(kTailScale);
+  const Vec w = at::vec::clamp_min((x * x) * Vec(float(-0.5 * kLog2e)), Vec(float(-127 - kTailScaleExp)));
+  const Vec shifter(12582912.0f);
+  const Vec ws = w + shifter;
+  e = exp2_fraction(w - (ws - shifter)) * tail_pow2(ws);
   const Vec one(1.0f);
-  const Vec a = Vec(float(0.3 * M_SQRT1_2)) * at::vec::clamp_max(x.abs(), Vec(1e18f));
+  const Vec a = Vec(float(0.43 * M_SQRT1_2)) * at::vec::clamp_max(x.abs(), Vec(1e18f));
   const Vec t = one / (one + a);
   const Vec s = a * t;
-  Vec p = at::vec::fmadd(Vec(-0.06445605307817459f), s, Vec(0.2743242084980011f));
-  p = at::vec::fmadd(p, s, Vec(-0.3686748445034027f));
-  p = at::vec::fmadd(p, s, Vec(-0.2097301185131073f));
-  p = at::vec::fmadd(p, s, Vec(1.4443217515945435f));
-  p = at::vec::fmadd(p, s, Vec(-2.404783248901367f));
-  p = at::vec::fmadd(p, s, Vec(2.294224739074707f));
-  p = at::vec::fmadd(p, s, Vec(-1.3806304931640625f));
-  p = at::vec::fmadd(p, s, Vec(0.5f));
+  Vec p = at::vec::fmadd(Vec(-0.036587364971637726f * kScale), s, Vec(0.10200913995504379f * kScale));
+  p = at::vec::fmadd(p, s, Vec(-0.033748503774404526f * kScale));
+  p = at::vec::fmadd(p, s, Vec(-0.12205863744020462f * kScale));
+  p = at::vec::fmadd(p, s, Vec(-0.05647853761911392f * kScale));
+  p = at::vec::fmadd(p, s, Vec(0.5801974534988403f * kScale));
+  p = at::vec::fmadd(p, s, Vec(-0.8120737671852112f * kScale));
+  p = at::vec::fmadd(p, s, Vec(0.5f * kScale));
   r = t * p;
+}
+
+// x's sign bit set ? a : b, lane-wise (-0.0 picks a; a NaN picks by its sign bit).
+C10_ALWAYS_INLINE Vectorized<float> select_sign(const Vectorized<float>& x, const Vectorized<float>& a,
+                                                const Vectorized<float>& b) {
+#if defined(CPU_CAPABILITY_AVX512)
+  return _mm512_mask_blend_ps(_mm512_movepi32_mask(_mm512_castps_si512(x)), b, a);
+#elif defined(CPU_CAPABILITY_AVX2)
+  return _mm256_blendv_ps(b, a, x);  // vblendvps selects by the mask's sign bits alone
+#else
+  constexpr int V = Vectorized<float>::size();
+  float xv[V];
+  int32_t m[V];
+  x.store(xv);
+  for (int k = 0; k < V; ++k) m[k] = c10::bit_cast<int32_t>(xv[k]) >> 31;  // arithmetic: all ones or zero
+  return blend(b, a, Vectorized<float>::loadu(m));
+#endif
 }
 
 // cond ? a : b with cond = (x < 0), lane-wise (NaN x: b).
