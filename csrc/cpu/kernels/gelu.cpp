@@ -41,10 +41,12 @@ void gelu_impl(at::TensorIteratorBase& iter, GeluApproximate approximate) {
   } else if constexpr (std::is_same_v<opmath_t, float>) {
     // x * Phi(x) with Phi(-|x|) = r * e from normal_tail (the cdf of gelu_backward_v2's fp32 kernel): no
     // 1 + erf cancellation in the left tail, relative accuracy down to the smallest normal output;
-    // Phi(|x|) = 1 - Phi(-|x|). gelu(inf) = inf, gelu(-inf) = NaN (-inf * 0), as ATen.
+    // Phi(|x|) = 1 - Phi(-|x|). x is clamped to +-1e18 for normal_tail, so that Phi(+-inf) is 1 and 0:
+    // gelu(inf) = inf, gelu(-inf) = NaN (-inf * 0), as ATen.
+    const Vec kHuge(1e18f);
     unary_vec_kernel<scalar_t>(iter, [=](const Vec& x) {
       Vec e, r;
-      normal_tail(x, e, r);
+      normal_tail(at::vec::clamp(x, -kHuge, kHuge), e, r);
       const Vec q = r * e;
       return x * select_negative(x, q, kOne - q);
     });

@@ -18,7 +18,7 @@ namespace {
 // and 1 + e * (x / sqrt(2pi) - r) for x >= 0: base + e * (x / sqrt(2pi) - copysign(r, x)), both parts chosen
 // by x's sign bit (-0.0 takes the first form; both give exactly 0.5 at 0). No 1 - Phi cancellation in either
 // tail, one exponential, and relative accuracy on every normal fp32 output, far left tail included.
-// x = +-inf gives NaN (inf * 0), as the formula does.
+// x = +-inf gives NaN (inf * 0), as the formula does (normal_tail's r is NaN there too).
 // fp64 (gradcheck only): the exact formula with Sleef's erfc/exp.
 template <typename T>
 C10_ALWAYS_INLINE Vectorized<T> gelu_erf_grad(const Vectorized<T>& g, const Vectorized<T>& x) {
@@ -33,7 +33,7 @@ C10_ALWAYS_INLINE Vectorized<T> gelu_erf_grad(const Vectorized<T>& g, const Vect
     Vec e, r;
     normal_tail(x, e, r);
     const Vec base = select_sign(x, Vec(0.0f), Vec(1.0f));
-    return g * (base + e * at::vec::fmsub(kInvSqrt2Pi, x, r ^ (x & Vec(-0.0f))));
+    return g * at::vec::fmadd(e, at::vec::fmsub(kInvSqrt2Pi, x, r ^ (x & Vec(-0.0f))), base);
   }
 }
 

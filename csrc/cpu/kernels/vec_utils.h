@@ -326,33 +326,35 @@ C10_ALWAYS_INLINE Vectorized<float> tail_pow2(const Vectorized<float>& ws) {
 // The standard normal tail in fp32, as two scaled factors: e = exp(-x^2/2) 2^32 and r = erfcx(|x|/sqrt2) 2^-32 / 2,
 // so that Phi(-|x|) = r * e with no cancellation (gelu's cdf, forward and backward); a caller scales any other
 // term it multiplies by e by 2^-32 as well. The scale keeps e a normal number wherever a product with it can be
-// a nonzero fp32 number, so a single exponent-field factor builds it (tail_pow2); below 2^-159, for |x| > 14.8,
-// where those products are under the smallest subnormal, e is 0, and so it is for x = +-inf.
-// exp(-x^2/2) = 2^w, w = -x^2 log2(e) / 2 clamped below at -159 (NaN passes), = n + f with n = round(w) (by
-// adding and subtracting 1.5 * 2^23: exact for these w, never folded without -ffast-math) and 2^f from
-// exp2_fraction. r = t * (1/2 + s * P6(s)) with a = 0.43 |x| / sqrt2, t = 1 / (1 + a), s = a * t, P6 fitted by
-// tools/fit_gelu_erfcx.py (relative minimax over |x| <= 14, which covers every x whose gelu or gelu gradient
-// is a normal fp32 number): relative error 3.5e-7 with its fp32 coefficients. At x = 0, s = 0 and t = 1
-// exactly (a true division), so r * e = 1/2 exactly. |x| is capped at 1e18 so that r stays finite for
-// x = +-inf. The same expression in every ISA variant.
+// a nonzero fp32 number, so a single exponent-field factor builds it (tail_pow2); for x^2 >= 220 (|x| >= 14.83,
+// exp(-x^2/2) < 2^-158.5), where those products are under the smallest subnormal, e is 0.
+// exp(-x^2/2) = 2^w, w = -x^2 log2(e) / 2 = n + f: n = round(w) by adding and removing 1.5 * 2^23 (exact for
+// these w, never folded without -ffast-math), f = w - n with w unrounded (one fused multiply-add), 2^f from
+// exp2_fraction; x^2 is capped at 220 (NaN passes) so that n >= -159. r = t * (1/2 + s * P7(s)) with
+// a = |x| / (2 sqrt2), t = 1 / (1 + a), s = a * t, P7 fitted by tools/fit_gelu_erfcx.py (relative minimax over
+// |x| <= 14, which covers every x whose gelu or gelu gradient is a normal fp32 number): relative error 1.6e-7
+// with its fp32 coefficients. At x = 0, s = 0 and t = 1 exactly (a true division), so r * e = 1/2 exactly.
+// x = +-inf gives e = 0 and r = NaN (inf * 0 in s): a caller that needs Phi there clamps x first. The same
+// expression in every ISA variant.
 C10_ALWAYS_INLINE void normal_tail(const Vectorized<float>& x, Vectorized<float>& e, Vectorized<float>& r) {
   using Vec = Vectorized<float>;
-  constexpr double kLog2e = 1.4426950408889634;
   constexpr float kScale = static_cast<float>(kTailScale);
-  const Vec w = at::vec::clamp_min((x * x) * Vec(float(-0.5 * kLog2e)), Vec(float(-127 - kTailScaleExp)));
+  const Vec kMinusHalfLog2e(float(-0.5 * 1.4426950408889634));
+  const Vec x_sq = at::vec::clamp_max(x * x, Vec(220.0f));
   const Vec shifter(12582912.0f);
-  const Vec ws = w + shifter;
-  e = exp2_fraction(w - (ws - shifter)) * tail_pow2(ws);
+  const Vec ws = at::vec::fmadd(x_sq, kMinusHalfLog2e, shifter);
+  e = exp2_fraction(at::vec::fmsub(x_sq, kMinusHalfLog2e, ws - shifter)) * tail_pow2(ws);
   const Vec one(1.0f);
-  const Vec a = Vec(float(0.43 * M_SQRT1_2)) * at::vec::clamp_max(x.abs(), Vec(1e18f));
+  const Vec a = Vec(float(0.5 * M_SQRT1_2)) * x.abs();
   const Vec t = one / (one + a);
   const Vec s = a * t;
-  Vec p = at::vec::fmadd(Vec(-0.036587364971637726f * kScale), s, Vec(0.10200913995504379f * kScale));
-  p = at::vec::fmadd(p, s, Vec(-0.033748503774404526f * kScale));
-  p = at::vec::fmadd(p, s, Vec(-0.12205863744020462f * kScale));
-  p = at::vec::fmadd(p, s, Vec(-0.05647853761911392f * kScale));
-  p = at::vec::fmadd(p, s, Vec(0.5801974534988403f * kScale));
-  p = at::vec::fmadd(p, s, Vec(-0.8120737671852112f * kScale));
+  Vec p = at::vec::fmadd(Vec(-0.029236875474452972f * kScale), s, Vec(0.09291825443506241f * kScale));
+  p = at::vec::fmadd(p, s, Vec(-0.07296497374773026f * kScale));
+  p = at::vec::fmadd(p, s, Vec(-0.01279410719871521f * kScale));
+  p = at::vec::fmadd(p, s, Vec(-0.05893006920814514f * kScale));
+  p = at::vec::fmadd(p, s, Vec(0.10729470103979111f * kScale));
+  p = at::vec::fmadd(p, s, Vec(0.2431333065032959f * kScale));
+  p = at::vec::fmadd(p, s, Vec(-0.6283763647079468f * kScale));
   p = at::vec::fmadd(p, s, Vec(0.5f * kScale));
   r = t * p;
 }
