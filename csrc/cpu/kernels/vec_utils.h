@@ -428,7 +428,11 @@ C10_ALWAYS_INLINE Vec bool_mask(const bool* m, int64_t count) {
   if constexpr (kGenericLanes<T>) {
     using I = at::vec::int_same_size_t<T>;
     bool set[V] = {};
-    std::memcpy(set, m, static_cast<size_t>(std::min<int64_t>(count, V)));
+    if (count >= V) {
+      std::memcpy(set, m, V);  // a fixed-size copy: one load, and a loop the compiler vectorizes
+    } else {
+      std::memcpy(set, m, static_cast<size_t>(std::max<int64_t>(count, 0)));
+    }
     I lanes[V];
     for (int64_t k = 0; k < V; ++k) lanes[k] = -static_cast<I>(set[k]);
     return Vec::loadu(lanes);
