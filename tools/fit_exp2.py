@@ -14,6 +14,8 @@ used before, had 2e-7). Needs mpmath (installed with torch) and numpy:
 import mpmath as mp
 import numpy as np
 
+from minimax import relative_minimax
+
 DEGREE = 4
 NODES = 2000
 
@@ -22,19 +24,9 @@ mp.mp.dps = 30
 
 def fit():
     k = np.arange(NODES)
-    f = -0.5 * np.cos(np.pi * (k + 0.5) / NODES)
+    f = -0.5 * np.cos(np.pi * (k + 0.5) / NODES)  # Chebyshev nodes on [-1/2, 1/2]
     y = np.array([float(mp.power(2, mp.mpf(float(v)))) for v in f])
-    basis = np.vander(f, DEGREE + 1, increasing=True) * f[:, None]  # f * f^j
-    weights = np.ones(NODES)
-    for _ in range(50):  # Lawson-style reweighting towards the minimax solution of the relative error
-        w = weights / y
-        coef, *_ = np.linalg.lstsq(basis * w[:, None], (y - 1) * w, rcond=None)
-        err = np.abs(1 + basis @ coef - y) / y
-        weights = weights * np.sqrt(err / err.max())
-        weights /= weights.max()
-    coef32 = coef.astype(np.float32).astype(np.float64)
-    err32 = np.abs(1 + basis @ coef32 - y) / y
-    return coef, err.max(), err32.max()
+    return relative_minimax(f, y, 1.0, DEGREE, 50)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ degree 6 at 0.43 (3.5e-7, one multiply-add shorter). Needs mpmath (installed wit
 import mpmath as mp
 import numpy as np
 
+from minimax import relative_minimax
+
 P_SCALE = 0.5
 DEGREE = 7
 X_MAX = 10 * np.sqrt(2)  # z = |x| / sqrt2 <= 10
@@ -39,18 +41,7 @@ def fit():
     k = np.arange(NODES)
     s = (1 - np.cos(np.pi * (k + 0.5) / NODES)) / 2 * s_max
     rt = np.array([float(target(mp.mpf(float(v)))) for v in s])  # r / t at the nodes
-    y = (rt - 0.5) / s
-    basis = np.vander(s, DEGREE + 1, increasing=True)
-    weights = np.ones(NODES)
-    for _ in range(30):  # Lawson-style reweighting towards the minimax solution of the relative error
-        w = weights * s / rt
-        coef, *_ = np.linalg.lstsq(basis * w[:, None], y * w, rcond=None)
-        err = np.abs(0.5 + s * (basis @ coef) - rt) / rt
-        weights = weights * np.sqrt(err / err.max())
-        weights /= weights.max()
-    coef32 = coef.astype(np.float32).astype(np.float64)
-    err32 = np.abs(0.5 + s * (basis @ coef32) - rt) / rt
-    return coef, err.max(), err32.max()
+    return relative_minimax(s, rt, 0.5, DEGREE, 30)
 
 
 if __name__ == "__main__":
