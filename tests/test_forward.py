@@ -3,6 +3,8 @@ wrappers: values against independent references (native PyTorch, float64 composi
 device-generic ATen composite against the CPU kernels, mask adaptation, opcheck, and pinned error messages.
 """
 
+import os
+
 import expecttest
 import pytest
 import torch
@@ -106,6 +108,56 @@ def test_scaled_masked_softmax_infinite_inputs(dtype):
     assert torch.isfinite(out).all()
     assert (out[..., ::5] == 0).all()
     assert_accurate(out, ref_softmax(x, mask, 0.5), dtype, "softmax with -inf inputs")
+
+
+# The five public functions with small valid arguments, and the npu_ext forward op each one calls.
+PUBLIC_CALLS = [
+    ("gelu", lambda: (torch_ext.gelu, (torch.randn(5), "tanh"))),
+    ("prelu", lambda: (torch_ext.prelu, (torch.randn(2, 3, 4), torch.rand(3)))),
+    ("logit", lambda: (torch_ext.logit, (torch.rand(5) * 0.9 + 0.05, 1e-6))),
+    ("scaled_masked_softmax",
+     lambda: (torch_ext.scaled_masked_softmax, (torch.randn(1, 2, 3, 4), torch.rand(3, 4) > 0.5, 0.5))),
+    ("grouped_bias_add",
+     lambda: (torch_ext.grouped_bias_add, (torch.randn(6, 4), torch.randn(2, 4), torch.tensor([3, 6])))),
+]
+
+
+@pytest.mark.parametrize("name,make_call", PUBLIC_CALLS, ids=[c[0] for c in PUBLIC_CALLS])
+def test_public_function_paths(name, make_call):
+    """The eager fast path of torch_ext's functions and its fallback: a plain eager call never enters
+    torch.ops' Python (torch/_ops.py: it takes the unboxed torch_ext._C binding), and under a
+    TorchFunctionMode the call goes through torch.ops, so the mode sees npu_ext.<op> with the same result."""
+    import sys
+
+    from torch.overrides import TorchFunctionMode
+
+    fn, args = make_call()
+    files = []
+
+    def hook(frame, event, arg):
+        if event == "call":
+            files.append(frame.f_code.co_filename)
+
+    sys.setprofile(hook)
+    try:
+        fast = fn(*args)
+    finally:
+        sys.setprofile(None)
+    assert not [f for f in files if f.endswith(f"torch{os.sep}_ops.py")], files
+
+    class Record(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.funcs = []
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            self.funcs.append(func)
+            return func(*args, **(kwargs or {}))
+
+    with Record() as rec:
+        seen = fn(*args)
+    assert getattr(ops, name) in rec.funcs, rec.funcs
+    torch.testing.assert_close(seen, fast, rtol=0, atol=0)
 
 
 def test_empty_inputs():

@@ -24,33 +24,32 @@ __all__ = ["gelu", "prelu", "logit", "scaled_masked_softmax", "grouped_bias_add"
 _ops = torch.ops.npu_ext
 
 # Eager fast path: torch_ext._C._<op> makes the same dispatcher call as torch.ops.npu_ext.<op>, unboxed (as
-# PyTorch's own bindings do), ~2 us less per call. torch.ops is used while compiling/exporting (Dynamo traces
-# it) and whenever an argument or mode has __torch_function__ (handled by torch.ops).
-_is_compiling = torch.compiler.is_compiling
-_has_torch_function = torch._C._has_torch_function_variadic
-
-
-def _fast(*tensors):
-    return not _is_compiling() and not _has_torch_function(*tensors)
+# PyTorch's own bindings do), ~2 us less per call. torch.ops is used while Dynamo traces (torch.compile, strict
+# torch.export: it cannot trace into _C, and folds is_dynamo_compiling() to True) and whenever an argument or
+# mode has __torch_function__ (handled by torch.ops; non-strict export's tracing modes are torch function
+# modes). The checks are written out in each function: a helper would be one more Python frame per call.
+_dynamo_compiling = torch.compiler.is_dynamo_compiling
+_tf_unary = torch._C._has_torch_function_unary
+_tf_variadic = torch._C._has_torch_function_variadic
 
 
 def gelu(input: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     """GELU, ``approximate`` "none" (erf) or "tanh"; like ``torch.nn.functional.gelu``."""
-    if _fast(input) and type(approximate) is str:
+    if not _dynamo_compiling() and not _tf_unary(input) and type(approximate) is str:
         return _C._gelu(input, approximate)
     return _ops.gelu(input, approximate)
 
 
 def prelu(input: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """PReLU with 1 or C = input.size(1) weights; like ``torch.nn.functional.prelu``."""
-    if _fast(input, weight):
+    if not _dynamo_compiling() and not _tf_variadic(input, weight):
         return _C._prelu(input, weight)
     return _ops.prelu(input, weight)
 
 
 def logit(input: torch.Tensor, eps=None) -> torch.Tensor:
     """log(z / (1 - z)), z = input clamped to [eps, 1 - eps] when eps is given; like ``torch.logit``."""
-    if _fast(input) and (eps is None or type(eps) in (float, int)):
+    if not _dynamo_compiling() and not _tf_unary(input) and (eps is None or type(eps) in (float, int)):
         return _C._logit(input, eps)
     return _ops.logit(input, eps)
 
@@ -110,7 +109,8 @@ def scaled_masked_softmax(x: torch.Tensor, mask=None, scale: float = 1.0, fix_tr
                 f"shape {list(shape)}"
             )
         m4 = _as_4d_mask(mask, x, x4.shape)
-    if _fast(x4, m4) and type(scale) in (float, int) and type(fix_triu_mask) is bool:
+    if (not _dynamo_compiling() and not _tf_variadic(x4, m4) and type(scale) in (float, int)
+            and type(fix_triu_mask) is bool):
         y = _C._scaled_masked_softmax(x4, m4, scale, fix_triu_mask)
     else:
         y = _ops.scaled_masked_softmax(x4, m4, scale, fix_triu_mask)
@@ -126,6 +126,6 @@ def grouped_bias_add(x: torch.Tensor, bias: torch.Tensor, group_idx=None, group_
     (G, 1, H). The gradient of x is the incoming gradient; that of bias is
     ``npu_ext.grouped_bias_add_grad``.
     """
-    if _fast(x, bias, group_idx) and type(group_idx_type) is int:
+    if not _dynamo_compiling() and not _tf_variadic(x, bias, group_idx) and type(group_idx_type) is int:
         return _C._grouped_bias_add(x, bias, group_idx, group_idx_type)
     return _ops.grouped_bias_add(x, bias, group_idx, group_idx_type)

@@ -1,7 +1,8 @@
 // npu_ext::logit on CPU: ATen's logit (fp32 math for 16-bit inputs, rounded once: the composite). fp32/fp64
-// inputs call at::logit directly, without the composite's dtype round trips (a few dispatcher calls less per
-// call, which is what a small training step pays).
+// inputs call ATen's CPU logit kernel directly (at::cpu::logit: no composite dtype round trips and no second
+// trip through the dispatcher, which is what a small training step pays).
 #include <ATen/ATen.h>
+#include <ATen/ops/logit_cpu_dispatch.h>
 #include <torch/library.h>
 
 #include "common/checks.h"
@@ -14,7 +15,7 @@ at::Tensor logit(const at::Tensor& self, c10::optional<double> eps) {
   const auto dtype = self.scalar_type();
   if (dtype != at::kFloat && dtype != at::kDouble) return composite::logit(self, eps);
   check_logit(self);
-  return at::logit(self, eps).contiguous();
+  return at::cpu::logit(self, eps).contiguous();
 }
 
 }  // namespace
