@@ -83,3 +83,22 @@ def on_1_and_2_threads(fn):
         return results
     finally:
         torch.set_num_threads(before)
+
+
+def python_frames(fn, *args):
+    """fn(*args) under a Python profiler hook: (its result, the file of every Python frame entered while it
+    ran), to prove that a call stays in C++ or takes a given path."""
+    import sys
+
+    files = []
+
+    def hook(frame, event, arg):
+        if event == "call":
+            files.append(frame.f_code.co_filename)
+
+    sys.setprofile(hook)
+    try:
+        out = fn(*args)
+    finally:
+        sys.setprofile(None)
+    return out, files

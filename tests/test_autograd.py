@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import oracle  # noqa: E402
 import samples  # noqa: E402
 import torch_ext  # noqa: E402
+from helpers import python_frames  # noqa: E402
 from oracle import THRESHOLD, assert_accurate, relative_errors  # noqa: E402
 
 ops = torch.ops.npu_ext
@@ -161,17 +162,7 @@ def test_backward_ops_cost_no_python_per_call(name, fn, make, requires_grad):
     a graph is recorded: a Python profiler hook sees no Python frame of torch_ext or torch.library between the
     op call and its return."""
     inputs = [t.detach().requires_grad_(requires_grad) for t in make()]
-    calls = []
-
-    def hook(frame, event, arg):
-        if event == "call":
-            calls.append(frame.f_code.co_filename)
-
-    sys.setprofile(hook)
-    try:
-        fn(*inputs)
-    finally:
-        sys.setprofile(None)
+    _, calls = python_frames(fn, *inputs)
     assert not [f for f in calls if "torch_ext" in f or "torch/_library" in f], calls
 
 

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_ext
-from helpers import DeviceErrorTestCase, make, zeros
+from helpers import DeviceErrorTestCase, make, python_frames, zeros
 from oracle import assert_accurate
 
 ops = torch.ops.npu_ext
@@ -127,22 +127,10 @@ def test_public_function_paths(name, make_call):
     """The eager fast path of torch_ext's functions and its fallback: a plain eager call never enters
     torch.ops' Python (torch/_ops.py: it takes the unboxed torch_ext._C binding), and under a
     TorchFunctionMode the call goes through torch.ops, so the mode sees npu_ext.<op> with the same result."""
-    import sys
-
     from torch.overrides import TorchFunctionMode
 
     fn, args = make_call()
-    files = []
-
-    def hook(frame, event, arg):
-        if event == "call":
-            files.append(frame.f_code.co_filename)
-
-    sys.setprofile(hook)
-    try:
-        fast = fn(*args)
-    finally:
-        sys.setprofile(None)
+    fast, files = python_frames(fn, *args)
     assert not [f for f in files if f.endswith(f"torch{os.sep}_ops.py")], files
 
     class Record(TorchFunctionMode):

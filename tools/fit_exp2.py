@@ -14,7 +14,7 @@ used before, had 2e-7). Needs mpmath (installed with torch) and numpy:
 import mpmath as mp
 import numpy as np
 
-from minimax import relative_minimax
+from minimax import print_fit, relative_minimax
 
 DEGREE = 4
 NODES = 2000
@@ -30,8 +30,4 @@ def fit():
 
 
 if __name__ == "__main__":
-    coef, err, err32 = fit()
-    print(f"2^f on |f| <= 1/2, 1 + f Q(f), Q of degree {DEGREE}: max relative error {err:.2e} "
-          f"({err32:.2e} with fp32 coefficients)")
-    for c in coef[::-1]:
-        print(f"  {float(np.float32(c))!r}f")
+    print_fit(f"2^f on |f| <= 1/2, 1 + f Q(f), Q of degree {DEGREE}", *fit())

@@ -19,7 +19,7 @@ degree 6 at 0.43 (3.5e-7, one multiply-add shorter). Needs mpmath (installed wit
 import mpmath as mp
 import numpy as np
 
-from minimax import relative_minimax
+from minimax import print_fit, relative_minimax
 
 P_SCALE = 0.5
 DEGREE = 7
@@ -45,8 +45,4 @@ def fit():
 
 
 if __name__ == "__main__":
-    coef, err, err32 = fit()
-    print(f"P_SCALE={P_SCALE}, degree {DEGREE}, |x| <= {X_MAX:.3f}: max relative error of r {err:.2e} "
-          f"({err32:.2e} with fp32 coefficients)")
-    for c in coef[::-1]:
-        print(f"  {float(np.float32(c))!r}f")
+    print_fit(f"r = t (1/2 + s P(s)), P_SCALE={P_SCALE}, degree {DEGREE}, |x| <= {X_MAX:.3f}", *fit())

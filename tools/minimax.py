@@ -20,3 +20,11 @@ def relative_minimax(x, target, const, degree, iterations):
     coef32 = coef.astype(np.float32).astype(np.float64)
     err32 = np.abs(const + x * (basis @ coef32) - target) / target
     return coef, err.max(), err32.max()
+
+
+def print_fit(heading, coef, err, err32):
+    """Prints a fit: its heading with the largest relative error before and after rounding the coefficients to
+    fp32, then the coefficients as C++ float literals, highest degree first (the order of a Horner chain)."""
+    print(f"{heading}: max relative error {err:.2e} ({err32:.2e} with fp32 coefficients)")
+    for c in coef[::-1]:
+        print(f"  {float(np.float32(c))!r}f")
