@@ -66,8 +66,6 @@ def main(argv=None):
         print("percall_instructions: valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2
 
-    import torch  # noqa: F401  (the case list)
-
     from benchmarks import cases
 
     names = [c.op for c in cases.percall_cases(args.size)]
