@@ -36,12 +36,14 @@ build: $(VENV)/.stamp-build
 # The tests, plus the NPU compile check against the real torch_npu 2.13.0 headers (see npu-check below).
 # The whole suite runs once per CPU kernel variant this machine can run: first as the process picks it (the
 # best one), then with each lower variant forced through ATEN_CPU_CAPABILITY (x86-64: avx2, default; other
-# architectures build the DEFAULT variant alone). tools/cpu_variants.py lists them.
+# architectures build the DEFAULT variant alone). tools/cpu_variants.py lists them. Each pass spreads the tests
+# over TEST_WORKERS processes (pytest-xdist, default: one per core; TEST_WORKERS=0 runs them in this process).
+TEST_WORKERS ?= $(shell nproc)
 test: build npu-check
-	$(PY) -m pytest tests -q
+	$(PY) -m pytest tests -q -n $(TEST_WORKERS)
 	@for cap in $$($(PY) tools/cpu_variants.py --lower); do \
 	  echo "== the whole suite again with ATEN_CPU_CAPABILITY=$$cap"; \
-	  ATEN_CPU_CAPABILITY=$$cap $(PY) -m pytest tests -q || exit 1; \
+	  ATEN_CPU_CAPABILITY=$$cap $(PY) -m pytest tests -q -n $(TEST_WORKERS) || exit 1; \
 	done
 
 # make bench BENCH_ARGS=--variants: once per kernel variant the CPU has (see README, Performance).

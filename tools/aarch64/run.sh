@@ -12,7 +12,8 @@
 #   build   cross-build torch_ext._C for aarch64: setup.py runs under the emulated python (so setup.py sees
 #           an aarch64 machine and compiles the kernels once, DEFAULT variant) with the host cross compiler
 #   test    pytest under emulation (QEMU_CPU, default neoverse-n1), the whole suite unless EMULATION_DESELECT
-#           below names tests that cannot run emulated; extra args go to pytest
+#           below names tests that cannot run emulated, spread over TEST_WORKERS processes (default: one per
+#           core); extra args go to pytest
 #   npu-check [PYTHON]  tools/npu_compile_check.sh for aarch64: every csrc/npu/*.cpp compiled with the cross
 #           compiler against the aarch64 torch_npu wheel's headers and the aarch64 torch headers (PYTHON: a
 #           host python with torch 2.13.0, default .venv/bin/python; part of make npu-check)
@@ -245,10 +246,13 @@ test_suite() {
         "start python subprocesses: ${SUBPROCESS_TESTS[*]}"
     for d in "${SUBPROCESS_TESTS[@]}"; do args+=(--deselect "$d"); done
   fi
-  log "pytest under qemu-aarch64 (QEMU_CPU=$QEMU_CPU)"
+  # one emulated pytest worker per core (pytest-xdist; TEST_WORKERS=0 runs the tests in one process): each
+  # qemu-aarch64 process runs mostly on one host core, so this halves the run on a 2-core machine
+  local workers="${TEST_WORKERS:-$(nproc)}"
+  log "pytest under qemu-aarch64 (QEMU_CPU=$QEMU_CPU, $workers workers)"
   local targets=(tests)           # the whole suite, unless test paths are given (tools/aarch64/run.sh test tests/x.py)
   for a in "$@"; do [[ "$a" == tests* ]] && targets=(); done
-  (cd "$ROOT" && emu_python -m pytest "${targets[@]}" -q -p no:cacheprovider "${args[@]}" "$@")
+  (cd "$ROOT" && emu_python -m pytest "${targets[@]}" -q -p no:cacheprovider -n "$workers" "${args[@]}" "$@")
   log "tests done in $(($(now) - t0)) s"
 }
 
