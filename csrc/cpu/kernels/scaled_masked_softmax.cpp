@@ -45,16 +45,17 @@ void scaled_masked_softmax_impl(const at::Tensor& x, const at::Tensor& mask, dou
   const scalar_t* xp = x.const_data_ptr<scalar_t>();
   const bool* mp = causal ? nullptr : mask.const_data_ptr<bool>();
   scalar_t* op = out.mutable_data_ptr<scalar_t>();
-  const Vec sc(static_cast<acc_t>(scale));
-  const Vec fill(static_cast<acc_t>(-10000));
-  const Vec neg_inf(-std::numeric_limits<acc_t>::infinity());
-  const Vec zero(acc_t(0));
-  const Vec iota = Vec::arange(acc_t(0), acc_t(1));
 
   // Rows are independent and each row is reduced in a fixed order (lane-wise accumulation, then a fixed
   // tree over the lanes): the result is thread-count independent.
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(S2, 1));
   at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+    // The vector constants live in the body, not captured by reference (see scaled_masked_softmax_backward).
+    const Vec sc(static_cast<acc_t>(scale));
+    const Vec fill(static_cast<acc_t>(-10000));
+    const Vec neg_inf(-std::numeric_limits<acc_t>::infinity());
+    const Vec zero(acc_t(0));
+    const Vec iota = Vec::arange(acc_t(0), acc_t(1));
     // z: the masked, scaled row in acc_t, padded to whole Packs with -inf (exp gives 0 there).
     std::vector<acc_t> zbuf(static_cast<size_t>(padded));
     std::vector<scalar_t> xbuf(xs[3] == 1 ? 0 : S2);

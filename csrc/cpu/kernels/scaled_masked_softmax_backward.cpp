@@ -31,16 +31,23 @@ void scaled_masked_softmax_backward_impl(const at::Tensor& g, const at::Tensor& 
   const scalar_t* yp = y.const_data_ptr<scalar_t>();
   const bool* mp = causal ? nullptr : mask.const_data_ptr<bool>();
   scalar_t* op = out.mutable_data_ptr<scalar_t>();
-  const Vec sc(static_cast<acc_t>(scale));
-  const Vec zero(acc_t(0));
-  const Vec iota = Vec::arange(acc_t(0), acc_t(1));
 
   // Rows are independent and each row is reduced in a fixed order: the result is thread-count independent.
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(S2, 1));
   at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+    // The vector constants live in the body: captured by reference, every store through the output (or the
+    // mask's bytes) could alias them, and at::vec's generic (DEFAULT) code then reloads them for every vector.
+    const Vec sc(static_cast<acc_t>(scale));
+    const Vec zero(acc_t(0));
+    const Vec iota = Vec::arange(acc_t(0), acc_t(1));
     // Rows whose last dimension is strided are gathered into contiguous buffers first.
     std::vector<scalar_t> gbuf(gs[3] == 1 ? 0 : S2), ybuf(ys[3] == 1 ? 0 : S2);
     std::vector<char> mbuf(causal || ms[3] == 1 ? 0 : S2);
+    // fp16/bf16 where the conversions are integer code (x86-64 DEFAULT: kGenericLanes<float>): the first pass
+    // keeps g and y as converted to fp32, so the second pass reads them back instead of converting them again.
+    constexpr bool kKeepWide = kReduced<scalar_t> && kGenericLanes<float>;
+    const int64_t padded = (S2 + K - 1) / K * K;
+    std::vector<acc_t> gwide(kKeepWide ? padded : 0), ywide(kKeepWide ? padded : 0);
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t i = r % S1, n = (r / S1) % N, b = r / (S1 * N);
       const scalar_t* gr = gp + b * gs[0] + n * gs[1] + i * gs[2];
@@ -58,6 +65,12 @@ void scaled_masked_softmax_backward_impl(const at::Tensor& g, const at::Tensor& 
         const int64_t cnt = std::min(K, S2 - j);
         const P pg = P::load(gr + j, cnt), py = P::load(yr + j, cnt);
         for (int k = 0; k < kV; ++k) acc[k] = acc[k] + pg.v[k] * py.v[k];
+        if constexpr (kKeepWide) {
+          for (int k = 0; k < kV; ++k) {
+            pg.v[k].store(gwide.data() + j + k * V);
+            py.v[k].store(ywide.data() + j + k * V);
+          }
+        }
       }
       Vec total = acc[0];
       for (int k = 1; k < kV; ++k) total = total + acc[k];
@@ -65,7 +78,16 @@ void scaled_masked_softmax_backward_impl(const at::Tensor& g, const at::Tensor& 
 
       // out = scale * (g - s) * y, then 0 where masked (a select: masked NaN/Inf become 0).
       store_loop(o, S2, [&](int64_t j, int64_t cnt) {
-        const P pg = P::load(gr + j, cnt), py = P::load(yr + j, cnt);
+        P pg, py;
+        if constexpr (kKeepWide) {
+          for (int k = 0; k < kV; ++k) {
+            pg.v[k] = Vec::loadu(gwide.data() + j + k * V);
+            py.v[k] = Vec::loadu(ywide.data() + j + k * V);
+          }
+        } else {
+          pg = P::load(gr + j, cnt);
+          py = P::load(yr + j, cnt);
+        }
         P res;
         for (int k = 0; k < kV; ++k) {
           const Vec v = sc * (pg.v[k] - s) * py.v[k];
