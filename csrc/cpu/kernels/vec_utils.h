@@ -529,6 +529,17 @@ C10_ALWAYS_INLINE Vectorized<T> fast_reciprocal(const Vectorized<T>& x) {
   return Vectorized<T>(T(1)) / x;
 }
 
+// The first min(count, 8) bools at m as the bytes of an integer, zeros after them (count >= 0).
+C10_ALWAYS_INLINE int64_t bool_bytes8(const bool* m, int64_t count) {
+  int64_t bytes8 = 0;
+  if (count >= 8) {
+    std::memcpy(&bytes8, m, 8);
+  } else if (count > 0) {
+    std::memcpy(&bytes8, m, static_cast<size_t>(count));
+  }
+  return bytes8;
+}
+
 // A lane mask (all bits set where true) for Vec::blendv from `count` contiguous bools (count <= size()).
 template <typename Vec>
 C10_ALWAYS_INLINE Vec bool_mask(const bool* m, int64_t count) {
@@ -543,22 +554,13 @@ C10_ALWAYS_INLINE Vec bool_mask(const bool* m, int64_t count) {
   }
 #elif defined(CPU_CAPABILITY_AVX2)
   if constexpr (std::is_same_v<T, float>) {
-    int64_t bytes8 = 0;
-    std::memcpy(&bytes8, m, static_cast<size_t>(std::min<int64_t>(count, 8)));
-    const __m256i wide = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(bytes8));
+    const __m256i wide = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(bool_bytes8(m, count)));
     return _mm256_castsi256_ps(_mm256_cmpgt_epi32(wide, _mm256_setzero_si256()));
   }
 #elif defined(NPU_EXT_SSE2_LANES)
   if constexpr (std::is_same_v<T, float>) {
-    int64_t bytes8 = 0;
-    if (count >= 8) {
-      std::memcpy(&bytes8, m, 8);
-    } else if (count > 0) {
-      std::memcpy(&bytes8, m, static_cast<size_t>(count));
-    }
-    // bytes -> all-ones lanes where nonzero, widened 8 -> 16 -> 32 bits
-    const __m128i zero = _mm_setzero_si128();
-    const __m128i set = _mm_andnot_si128(_mm_cmpeq_epi8(_mm_cvtsi64_si128(bytes8), zero), _mm_set1_epi8(-1));
+    // bytes (0 or 1) -> all-ones where 1, widened 8 -> 16 -> 32 bits
+    const __m128i set = _mm_cmpgt_epi8(_mm_cvtsi64_si128(bool_bytes8(m, count)), _mm_setzero_si128());
     const __m128i set16 = _mm_unpacklo_epi8(set, set);
     return from_sse2(_mm_castsi128_ps(_mm_unpacklo_epi16(set16, set16)),
                      _mm_castsi128_ps(_mm_unpackhi_epi16(set16, set16)));
