@@ -43,14 +43,27 @@ const at::Tensor& tensor_arg(PyObject* o, const char* what) {
   return THPVariable_Unpack(o);
 }
 
+// A Python str argument as a string_view of its UTF-8 bytes (owned by the str object, which the caller keeps
+// alive for the call); false with a Python error set when it is not a str.
+bool str_arg(PyObject* o, c10::string_view& out) {
+  Py_ssize_t len = 0;
+  const char* s = PyUnicode_AsUTF8AndSize(o, &len);
+  if (s == nullptr) return false;
+  out = c10::string_view(s, static_cast<size_t>(len));
+  return true;
+}
+
+c10::optional<at::Tensor> optional_tensor_arg(PyObject* o, const char* what) {
+  if (o == Py_None) return c10::nullopt;
+  return tensor_arg(o, what);
+}
+
 PyObject* fast_gelu(PyObject*, PyObject* const* args, Py_ssize_t n) {
   HANDLE_TH_ERRORS
   TORCH_CHECK_TYPE(n == 2, "_gelu(input, approximate)");
   const at::Tensor& x = tensor_arg(args[0], "input");
-  Py_ssize_t len = 0;
-  const char* s = PyUnicode_AsUTF8AndSize(args[1], &len);
-  if (s == nullptr) return nullptr;
-  const std::string approximate(s, len);
+  c10::string_view approximate;
+  if (!str_arg(args[1], approximate)) return nullptr;
   static const auto op = find<at::Tensor(const at::Tensor&, c10::string_view)>("npu_ext::gelu");
   return call_op(op, x, approximate);
   END_HANDLE_TH_ERRORS
@@ -83,29 +96,33 @@ PyObject* fast_logit(PyObject*, PyObject* const* args, Py_ssize_t n) {
 
 PyObject* fast_scaled_masked_softmax(PyObject*, PyObject* const* args, Py_ssize_t n) {
   HANDLE_TH_ERRORS
-  TORCH_CHECK_TYPE(n == 4, "_scaled_masked_softmax(x, mask, scale, fix_triu_mask)");
+  TORCH_CHECK_TYPE(n == 5, "_scaled_masked_softmax(x, mask, scale, fix_triu_mask, fully_masked)");
   const at::Tensor& x = tensor_arg(args[0], "x");
   const at::Tensor& mask = tensor_arg(args[1], "mask");
   const double scale = PyFloat_AsDouble(args[2]);
   if (scale == -1.0 && PyErr_Occurred()) return nullptr;
   const int fix = PyObject_IsTrue(args[3]);
   if (fix < 0) return nullptr;
-  static const auto op = find<at::Tensor(const at::Tensor&, const at::Tensor&, double, bool)>("npu_ext::scaled_masked_softmax");
-  return call_op(op, x, mask, scale, fix != 0);
+  c10::string_view fully_masked;
+  if (!str_arg(args[4], fully_masked)) return nullptr;
+  static const auto op =
+      find<at::Tensor(const at::Tensor&, const at::Tensor&, double, bool, c10::string_view)>("npu_ext::scaled_masked_softmax");
+  return call_op(op, x, mask, scale, fix != 0, fully_masked);
   END_HANDLE_TH_ERRORS
 }
 
 PyObject* fast_grouped_bias_add(PyObject*, PyObject* const* args, Py_ssize_t n) {
   HANDLE_TH_ERRORS
-  TORCH_CHECK_TYPE(n == 4, "_grouped_bias_add(x, bias, group_idx, group_idx_type)");
+  TORCH_CHECK_TYPE(n == 5, "_grouped_bias_add(x, bias, group_idx, group_idx_type, probs)");
   const at::Tensor& x = tensor_arg(args[0], "x");
   const at::Tensor& bias = tensor_arg(args[1], "bias");
-  c10::optional<at::Tensor> group_idx;
-  if (args[2] != Py_None) group_idx = tensor_arg(args[2], "group_idx");
+  const c10::optional<at::Tensor> group_idx = optional_tensor_arg(args[2], "group_idx");
   const long long type = PyLong_AsLongLong(args[3]);
   if (type == -1 && PyErr_Occurred()) return nullptr;
-  static const auto op = find<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, int64_t)>("npu_ext::grouped_bias_add");
-  return call_op(op, x, bias, group_idx, static_cast<int64_t>(type));
+  const c10::optional<at::Tensor> probs = optional_tensor_arg(args[4], "probs");
+  static const auto op = find<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, int64_t,
+                                         const c10::optional<at::Tensor>&)>("npu_ext::grouped_bias_add");
+  return call_op(op, x, bias, group_idx, static_cast<int64_t>(type), probs);
   END_HANDLE_TH_ERRORS
 }
 

@@ -35,8 +35,14 @@ TORCH_LIBRARY(npu_ext, m) {
   m.def("gelu(Tensor self, str approximate=\"none\") -> Tensor");
   m.def("prelu(Tensor self, Tensor weight) -> Tensor");
   m.def("logit(Tensor self, float? eps=None) -> Tensor");
-  m.def("scaled_masked_softmax(Tensor x, Tensor mask, float scale=1.0, bool fix_triu_mask=False) -> Tensor");
-  m.def("grouped_bias_add(Tensor x, Tensor bias, Tensor? group_idx=None, int group_idx_type=0) -> Tensor");
+  // fully_masked: "uniform" (softmax of the -10000 fill) or "zero" (Megatron's fused kernel) for a row whose
+  // every position is masked. probs: an optional weight per row of x, out = x + probs * bias[group] (MoE).
+  m.def(
+      "scaled_masked_softmax(Tensor x, Tensor mask, float scale=1.0, bool fix_triu_mask=False, "
+      "str fully_masked=\"uniform\") -> Tensor");
+  m.def(
+      "grouped_bias_add(Tensor x, Tensor bias, Tensor? group_idx=None, int group_idx_type=0, Tensor? probs=None) "
+      "-> Tensor");
 
   // Which CPU kernel variant this process runs: "DEFAULT", "AVX2" or "AVX512" (csrc/cpu/dispatch.cpp).
   m.def("_cpu_capability() -> str");

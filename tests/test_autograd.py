@@ -45,6 +45,20 @@ GROUP_END = torch.tensor([3, 3, 7, 12])  # cumulative ends; group 1 is empty
 GROUP_COUNT = torch.tensor([3, 0, 4, 5], dtype=torch.int32)
 PAD_MASK = torch.tensor([False] * 6 + [True] * 2).reshape(1, 1, 1, 8).expand(2, 1, 1, 8).clone()
 PAD_MASK[1, ..., 4:] = True
+ROW_MASK = torch.rand(2, 1, 3, 8) < 0.4  # with fully masked rows: [0, 0, 1] and [1, 0, 2]
+ROW_MASK[0, 0, 1] = True
+ROW_MASK[1, 0, 2] = True
+ROW_MASK[:, :, 0, 0] = False
+
+
+def native_softmax_zero_rows(x, mask, scale):
+    """Megatron's fused-kernel convention, written natively: rows with every position masked are 0."""
+    return torch.where(mask.all(-1, keepdim=True), 0.0, native_softmax(x, mask, scale))
+
+
+def native_grouped_probs(x, b, p, group_idx=None, group_idx_type=0):
+    """x + p * bias[group], the prob-weighted expert bias, written natively."""
+    return x + p.reshape(x.shape[:-1] + (1,)) * native_grouped(torch.zeros_like(x), b, group_idx, group_idx_type)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -70,6 +84,8 @@ CASES = [
      lambda x: native_softmax(x, causal(4, 6), 1.5), lambda: [rand((1, 2, 4, 6), -3, 3)]),
     ("softmax_padding", lambda x: torch_ext.scaled_masked_softmax(x, PAD_MASK, 0.7),
      lambda x: native_softmax(x, PAD_MASK, 0.7), lambda: [rand((2, 2, 3, 8), -3, 3)]),
+    ("softmax_zero_rows", lambda x: torch_ext.scaled_masked_softmax(x, ROW_MASK, 0.7, fully_masked="zero"),
+     lambda x: native_softmax_zero_rows(x, ROW_MASK, 0.7), lambda: [rand((2, 2, 3, 8), -3, 3)]),
     ("softmax_3d_nomask", lambda x: torch_ext.scaled_masked_softmax(x, None, 2.0),
      lambda x: torch.softmax(2.0 * x, -1), lambda: [rand((2, 3, 8), -3, 3)]),
     ("grouped_end", lambda x, b: torch_ext.grouped_bias_add(x, b, GROUP_END, 0),
@@ -78,6 +94,14 @@ CASES = [
      lambda x, b: native_grouped(x, b, GROUP_COUNT, 1), lambda: [rand((12, 6), -2, 2), rand((4, 6), -2, 2)]),
     ("grouped_3d", lambda x, b: torch_ext.grouped_bias_add(x, b), lambda x, b: native_grouped(x, b),
      lambda: [rand((4, 3, 6), -2, 2), rand((4, 1, 6), -2, 2)]),
+    ("grouped_probs_count", lambda x, b, p: torch_ext.grouped_bias_add(x, b, GROUP_COUNT, 1, probs=p),
+     lambda x, b, p: native_grouped_probs(x, b, p, GROUP_COUNT, 1),
+     lambda: [rand((12, 6), -2, 2), rand((4, 6), -2, 2), rand((12, 1), 0, 1)]),
+    ("grouped_probs_end", lambda x, b, p: torch_ext.grouped_bias_add(x, b, GROUP_END, 0, probs=p),
+     lambda x, b, p: native_grouped_probs(x, b, p, GROUP_END, 0),
+     lambda: [rand((12, 6), -2, 2), rand((4, 6), -2, 2), rand((12,), -1, 1)]),
+    ("grouped_probs_3d", lambda x, b, p: torch_ext.grouped_bias_add(x, b, probs=p),
+     lambda x, b, p: native_grouped_probs(x, b, p), lambda: [rand((4, 3, 6), -2, 2), rand((4, 6), -2, 2), rand((4, 3), 0, 1)]),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -389,3 +413,32 @@ def report():
 
 if __name__ == "__main__":
     report()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The options Megatron / MoE training uses: gradients in the training dtypes, against float64 native ones.
+@pytest.mark.parametrize("dtype", GRAD_DTYPES, ids=str)
+def test_grouped_probs_gradients_16bit(dtype):
+    """bias and probs gradients of x + probs * bias[group] (fp32 probs, as Megatron's router gives them)."""
+    g = torch.Generator().manual_seed(3)
+    counts = torch.tensor([40, 0, 25, 63])
+    x = torch.randn(128, 32, generator=g).to(dtype).requires_grad_()
+    b = torch.randn(4, 32, generator=g).to(dtype).requires_grad_()
+    p = torch.rand(128, 1, generator=g).requires_grad_()
+    dy = torch.randn(128, 32, generator=g).to(dtype)
+    torch.autograd.backward(torch_ext.grouped_bias_add(x, b, counts, 1, probs=p), dy)
+    leaves = [t.detach().to(f64).requires_grad_() for t in (x, b, p)]
+    torch.autograd.backward(native_grouped_probs(*leaves, counts, 1), dy.to(f64))
+    assert torch.equal(x.grad, dy)
+    assert b.grad.dtype == dtype and p.grad.dtype == torch.float32
+    assert_accurate(b.grad, leaves[1].grad, dtype, "d bias")
+    assert_accurate(p.grad, leaves[2].grad, dtype, "d probs")
+
+
+def test_fully_masked_zero_rows_have_zero_gradient():
+    x = torch.randn(2, 2, 3, 8, requires_grad=True)
+    y = torch_ext.scaled_masked_softmax(x, ROW_MASK, 0.7, fully_masked="zero")
+    (gx,) = torch.autograd.grad((y * torch.randn_like(y)).sum(), x)
+    full = ROW_MASK.all(-1).expand(2, 2, 3)
+    assert full.any() and torch.equal(gx[full], torch.zeros_like(gx[full]))
+    assert (gx[~full] != 0).any()

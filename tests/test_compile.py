@@ -124,6 +124,38 @@ def test_compile_dynamic_shapes_no_recompile():
     assert counter.frame_count == 1, counter.frame_count
 
 
+def test_compile_megatron_options():
+    """fully_masked="zero" (with a padding mask and without a mask) and the prob-weighted grouped bias add,
+    compiled whole (fullgraph), forward and backward equal eager, through the npu_ext ops."""
+    pad = torch.zeros(2, 1, 6, 7, dtype=torch.bool)
+    pad[1, :, 4:] = True  # fully masked rows
+    pad[0, ..., 5:] = True
+
+    def loss_fn(x, b, p):
+        s = torch_ext.scaled_masked_softmax(x, pad, 0.5, fully_masked="zero")
+        s = s + torch_ext.scaled_masked_softmax(x, None, 0.25, fully_masked="zero")
+        h = torch_ext.grouped_bias_add(s.reshape(-1, 7), b, torch.tensor([30, 0, 54]), 1, probs=p)
+        return h.pow(2).sum()
+
+    inputs = [torch.randn(2, 7, 6, 7, requires_grad=True), torch.randn(3, 7, requires_grad=True),
+              torch.rand(84, 1, requires_grad=True)]
+    expected = loss_fn(*inputs)
+    expected_grads = torch.autograd.grad(expected, inputs)
+    cfn = torch.compile(loss_fn, fullgraph=True, backend="inductor")
+
+    def run():
+        loss = cfn(*inputs)
+        return loss, torch.autograd.grad(loss, inputs)
+
+    (loss, grads), code = run_and_get_code(run)
+    torch.testing.assert_close(loss, expected, rtol=1e-5, atol=1e-5)
+    for a, b in zip(grads, expected_grads):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    code = "\n".join(code)
+    for op in ("scaled_masked_softmax", "scaled_masked_softmax_backward", "grouped_bias_add", "grouped_bias_add_grad"):
+        assert f"torch.ops.npu_ext.{op}.default" in code, op
+
+
 def test_compiled_training_block():
     """A small block using all five functions, compiled whole, trains like eager."""
     torch.manual_seed(0)

@@ -21,21 +21,27 @@ LOW = [torch.float32, torch.float16, torch.bfloat16]
 
 # ----------------------------------------------------------------------------------------------------------
 # Independent float64 references (the documented semantics, written with plain PyTorch in fp64).
-def ref_softmax(x, mask, scale=1.0, fix_triu_mask=False):
+def ref_softmax(x, mask, scale=1.0, fix_triu_mask=False, fully_masked="uniform"):
     x = x.to(f64)
     if fix_triu_mask:
         mask = torch.ones(x.shape[-2], x.shape[-1], dtype=torch.bool).triu(1)
     z = x * scale if mask is None else (x * scale).masked_fill(mask, -10000.0)
-    return torch.softmax(z, dim=-1)
+    y = torch.softmax(z, dim=-1)
+    if fully_masked == "zero" and mask is not None:
+        y = torch.where(mask.all(dim=-1, keepdim=True), 0.0, y)
+    return y
 
 
-def ref_grouped_bias_add(x, bias, group_idx=None, group_idx_type=0):
+def ref_grouped_bias_add(x, bias, group_idx=None, group_idx_type=0, probs=None):
     x, bias = x.to(f64), bias.to(f64)
     if group_idx is None:
-        return x + bias.reshape(bias.shape[0], 1, -1)
-    counts = group_idx if group_idx_type == 1 else torch.diff(group_idx, prepend=group_idx.new_zeros(1))
-    rows = torch.repeat_interleave(torch.arange(len(group_idx)), counts.long())
-    return x + bias[rows]
+        rows_bias = bias.reshape(bias.shape[0], 1, -1)
+    else:
+        counts = group_idx if group_idx_type == 1 else torch.diff(group_idx, prepend=group_idx.new_zeros(1))
+        rows_bias = bias[torch.repeat_interleave(torch.arange(len(group_idx)), counts.long())]
+    if probs is not None:  # one weight per row of x
+        rows_bias = rows_bias * probs.to(f64).reshape(x.shape[:-1] + (1,))
+    return x + rows_bias
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -56,13 +62,29 @@ def test_pointwise_values(dtype, layout):
 
 @pytest.mark.parametrize("dtype", LOW + [f64])
 @pytest.mark.parametrize("fix_triu_mask", [False, True])
-def test_scaled_masked_softmax_values(dtype, fix_triu_mask):
+@pytest.mark.parametrize("fully_masked", ["uniform", "zero"])
+def test_scaled_masked_softmax_values(dtype, fix_triu_mask, fully_masked):
     x = make([2, 3, 5, 9], dtype, layout="transposed")
     mask = torch.rand(2, 1, 5, 9) < 0.4
-    mask[0, 0, 1] = True  # a fully masked row: uniform, as in Megatron
-    y = ops.scaled_masked_softmax(x, mask, 0.7, fix_triu_mask)
+    mask[0, 0, 1] = True  # a fully masked row: uniform (Megatron's torch path) or zero (its fused kernel)
+    mask[1, 0, 3, :-1] = True  # one position left: 1 there under either policy
+    mask[1, 0, 3, -1] = False
+    y = ops.scaled_masked_softmax(x, mask, 0.7, fix_triu_mask, fully_masked)
     assert y.dtype == dtype and y.is_contiguous()
-    assert_accurate(y, ref_softmax(x, mask, 0.7, fix_triu_mask), dtype, "scaled_masked_softmax")
+    assert_accurate(y, ref_softmax(x, mask, 0.7, fix_triu_mask, fully_masked), dtype, "scaled_masked_softmax")
+    if not fix_triu_mask:  # the policy is visible exactly in the fully masked row, nowhere else
+        assert torch.equal(y[0, :, 1].float(), torch.full((3, 9), 0.0 if fully_masked == "zero" else 1 / 9).to(dtype).float())
+        assert torch.equal(y[1, :, 3, -1].float(), torch.ones(3))
+
+
+def test_fully_masked_zero_is_exact_with_nan_inputs():
+    """Masked positions never leak into a zero row, whatever x holds there (NaN, inf)."""
+    x = torch.tensor([[[[float("nan"), float("inf"), 1.0, -float("inf")]]]])
+    mask = torch.ones(1, 1, 1, 4, dtype=torch.bool)
+    for call in (ops.scaled_masked_softmax.default,
+                 lambda *a: ops.scaled_masked_softmax.default._op_dk("CompositeExplicitAutograd", *a)):
+        assert torch.equal(call(x, mask, 1.0, False, "zero"), torch.zeros(1, 1, 1, 4))
+        torch.testing.assert_close(call(x, mask, 1.0, False, "uniform"), torch.full((1, 1, 1, 4), 0.25))
 
 
 @pytest.mark.parametrize("dtype", LOW + [f64])
@@ -75,6 +97,33 @@ def test_grouped_bias_add_values(dtype):
     x3 = make([4, 3, 6], dtype)
     for b in (bias, bias[:, None, :]):
         assert_accurate(torch_ext.grouped_bias_add(x3, b), ref_grouped_bias_add(x3, b), dtype, "grouped 3-D")
+
+
+@pytest.mark.parametrize("dtype", LOW + [f64])
+@pytest.mark.parametrize("probs_dtype", ["fp32", "same"])
+def test_grouped_bias_add_probs_values(dtype, probs_dtype):
+    """out = x + probs * bias[group]: the MoE expert bias weighted by the router probabilities."""
+    pd = dtype if probs_dtype == "same" else torch.float32
+    x = make([10, 6], dtype, layout="sliced")
+    bias = make([4, 6], dtype, layout="transposed")
+    for gi, t in ((torch.tensor([3, 3, 8, 10]), 0), (torch.tensor([3, 0, 5, 2], dtype=torch.int32), 1)):
+        for probs in (make([10, 1], pd, low=0, high=1), make([10], pd, low=-1, high=1, layout="sliced")):
+            out = torch_ext.grouped_bias_add(x, bias, gi, t, probs=probs)
+            assert out.dtype == dtype
+            assert_accurate(out, ref_grouped_bias_add(x, bias, gi, t, probs), dtype, "grouped probs")
+    x3 = make([4, 3, 6], dtype)
+    for probs in (make([4, 3], pd), make([4, 3, 1], pd)):
+        assert_accurate(torch_ext.grouped_bias_add(x3, bias, probs=probs),
+                        ref_grouped_bias_add(x3, bias, probs=probs), dtype, "grouped 3-D probs")
+
+
+def test_grouped_bias_add_probs_one_is_plain_add():
+    """probs = 1 gives exactly the unweighted op (p * b is exact), on the fused and the strided kernel paths."""
+    for layout in ("contiguous", "transposed"):
+        x = make([9, 5], torch.bfloat16, layout=layout)
+        bias, gi = make([3, 5], torch.bfloat16), torch.tensor([2, 2, 9])
+        assert torch.equal(torch_ext.grouped_bias_add(x, bias, gi, probs=torch.ones(9, 1)),
+                           torch_ext.grouped_bias_add(x, bias, gi))
 
 
 def test_16bit_round_once():
@@ -161,6 +210,13 @@ def test_empty_inputs():
     ("scaled_masked_softmax", lambda: (make([2, 3, 4, 5], torch.float16, layout="transposed"),
                                        torch.rand(2, 1, 4, 5) < 0.5, 0.5, False)),
     ("scaled_masked_softmax", lambda: (make([2, 3, 4, 5], torch.float32), torch.zeros(1, 1, 4, 5, dtype=torch.bool), 2.0, True)),
+    ("scaled_masked_softmax", lambda: (make([2, 3, 4, 5], torch.bfloat16),
+                                       (torch.rand(2, 1, 4, 5) < 0.5) | (torch.arange(4) == 1).reshape(1, 1, 4, 1),
+                                       0.5, False, "zero")),
+    ("grouped_bias_add", lambda: (make([9, 5], torch.float16), make([3, 5], torch.float16),
+                                  torch.tensor([2, 0, 7]), 1, make([9, 1], torch.float32))),
+    ("grouped_bias_add", lambda: (make([3, 4, 5], torch.float32, layout="transposed"), make([3, 5], torch.float32),
+                                  None, 0, make([3, 4], torch.bfloat16))),
     ("grouped_bias_add", lambda: (make([9, 5], torch.float32, layout="sliced"), make([3, 5], torch.float32),
                                   torch.tensor([2, 2, 9]), 0)),
     ("grouped_bias_add", lambda: (make([3, 4, 5], torch.bfloat16), make([3, 1, 5], torch.bfloat16), None, 0)),
@@ -312,6 +368,28 @@ class TestForwardErrors(DeviceErrorTestCase):
             self.err(lambda d: ops.grouped_bias_add(t(4, 3, device=d), t(2049, 3, device=d), torch.zeros(2049, dtype=torch.long, device=d))),
             """npu_ext.grouped_bias_add: group_idx may hold at most 2048 groups, but got 2049""")
 
+    def test_fully_masked(self):
+        m = torch.zeros(1, 1, 4, 5, dtype=torch.bool)
+        self.assertExpectedInline(
+            self.err(lambda d: ops.scaled_masked_softmax(t(2, 3, 4, 5, device=d), m.to(d), 1.0, False, "zeros")),
+            """npu_ext.scaled_masked_softmax: fully_masked must be "uniform" or "zero", but got "zeros\"""")
+
+    def test_grouped_bias_add_probs(self):
+        gi = torch.tensor([1, 3])
+        self.assertExpectedInline(
+            self.err(lambda d: ops.grouped_bias_add(t(4, 3, device=d), t(2, 3, device=d), gi.to(d), 1, t(4, 3, device=d))),
+            """npu_ext.grouped_bias_add: probs must have shape [4] or [4, 1] (one weight per row of x), but got [4, 3]""")
+        self.assertExpectedInline(
+            self.err(lambda d: ops.grouped_bias_add(t(2, 4, 3, device=d), t(2, 3, device=d), None, 0, t(2, device=d))),
+            """npu_ext.grouped_bias_add: probs must have shape [2, 4] or [2, 4, 1] (one weight per row of x), but got [2]""")
+        self.assertExpectedInline(
+            self.err(lambda d: ops.grouped_bias_add(t(4, 3, device=d), t(2, 3, device=d), gi.to(d), 1,
+                                                    t(4, dtype=torch.int64, device=d))),
+            """npu_ext.grouped_bias_add: probs must have dtype torch.float16, torch.bfloat16, torch.float32 or torch.float64, but got torch.int64""")
+        self.assertExpectedInline(
+            self.err(lambda d: ops.grouped_bias_add(t(4, 3), t(2, 3), gi, 1, t(4, device="meta")), devices=("cpu",)),
+            """npu_ext.grouped_bias_add: probs must be on the same device as x (cpu), but got meta""")
+
     def test_grouped_bias_add_values(self):
         """Data-dependent: bad group_idx values are clear errors (CPU kernel and ATen composite alike)."""
         op = ops.grouped_bias_add.default
@@ -344,6 +422,10 @@ def _opcheck_samples():
     yield ops.grouped_bias_add.default, (make([10, 7], torch.bfloat16), make([3, 7], torch.bfloat16),
                                          torch.tensor([2, 0, 8], dtype=torch.int32), 1), {}
     yield ops.grouped_bias_add.default, (make([3, 4, 7], torch.float32), make([3, 7], torch.float32)), {}
+    yield ops.scaled_masked_softmax.default, (make([2, 3, 4, 5], torch.float16), torch.rand(2, 1, 4, 5) < 0.6, 0.5,
+                                              False, "zero"), {}
+    yield ops.grouped_bias_add.default, (make([10, 7], torch.bfloat16), make([3, 7], torch.bfloat16),
+                                         torch.tensor([2, 0, 8]), 1), {"probs": make([10, 1], torch.float32)}
 
 
 OPCHECK = list(_opcheck_samples())

@@ -190,11 +190,12 @@ def test_prelu_weight_shapes(x_shape, w_shape):
 @pytest.mark.parametrize("mask_shape", [(2, 3, 4, 6), (2, 1, 4, 6), (1, 1, 4, 6)])
 @pytest.mark.parametrize("scale, fix_triu_mask", [(1.0, False), (0.125, False), (-2.0, False), (0.0, False),
                                                   (0.5, True)])
-def test_scaled_masked_softmax_masks(mask_shape, scale, fix_triu_mask):
+@pytest.mark.parametrize("fully_masked", ["uniform", "zero"])
+def test_scaled_masked_softmax_masks(mask_shape, scale, fix_triu_mask, fully_masked):
     x = torch.randn(2, 3, 4, 6, dtype=f64) * 4
     mask = torch.rand(mask_shape, generator=samples.generator(2)) < 0.3
     mask[..., 1, :] = True  # a fully masked row
-    compare(lambda t, m: ops.scaled_masked_softmax(t, m, scale, fix_triu_mask), [x, mask],
+    compare(lambda t, m: ops.scaled_masked_softmax(t, m, scale, fix_triu_mask, fully_masked), [x, mask],
             "scaled_masked_softmax_backward")
 
 
@@ -206,6 +207,19 @@ def test_grouped_bias_add_groups(sizes, index_dtype, group_idx_type):
     idx = samples.group_idx_of(sizes, "count" if group_idx_type else "end", index_dtype)
     x, b = torch.randn(n, h, dtype=f64), torch.randn(len(sizes), h, dtype=f64)
     compare(lambda t, bt, i: ops.grouped_bias_add(t, bt, i, group_idx_type), [x, b, idx],
+            "grouped_bias_add_grad")
+
+
+@pytest.mark.parametrize("group_idx_type", [0, 1])
+@pytest.mark.parametrize("probs_shape", [(8,), (8, 1)])
+def test_grouped_bias_add_probs(probs_shape, group_idx_type):
+    sizes = [3, 0, 5]
+    idx = samples.group_idx_of(sizes, "count" if group_idx_type else "end", torch.int64)
+    x, b, p = torch.randn(8, 5, dtype=f64), torch.randn(3, 5, dtype=f64), torch.rand(probs_shape, dtype=f64)
+    compare(lambda t, bt, pt, i: ops.grouped_bias_add(t, bt, i, group_idx_type, pt), [x, b, p, idx],
+            "grouped_bias_add_grad")
+    x3 = torch.randn(3, 4, 5, dtype=f64)
+    compare(lambda t, bt, pt: ops.grouped_bias_add(t, bt, None, 0, pt), [x3, b, torch.rand(3, 4, dtype=f64)],
             "grouped_bias_add_grad")
 
 

@@ -1,9 +1,10 @@
 """Autocast policy of the npu_ext forward ops.
 
 * ``prelu`` and ``grouped_bias_add`` take two floating tensors that must share a dtype (an activation and a
-  parameter). Under autocast they run in the autocast dtype: both floating inputs are cast to it, exactly as
-  PyTorch does for ``torch.prelu`` on CPU (a "lower_precision_fp" op) and for the bias of ``F.linear``. So
-  an fp32 ``PReLU`` weight or ``GroupedBiasAdd`` bias works with a bf16 activation, and the result is bf16.
+  parameter). Under autocast they run in the autocast dtype: both are cast to it, exactly as PyTorch does for
+  ``torch.prelu`` on CPU (a "lower_precision_fp" op) and for the bias of ``F.linear``. So an fp32 ``PReLU``
+  weight or ``GroupedBiasAdd`` bias works with a bf16 activation, and the result is bf16. grouped_bias_add's
+  ``probs`` may have any floating dtype and is left as it is (like the fp32 router probabilities of MoE).
 * ``gelu``, ``logit`` and ``scaled_masked_softmax`` have a single floating input: they run in the dtype of
   their input (no cast, like ``F.gelu`` / ``torch.logit`` / ``torch.softmax`` under CPU autocast). These ops
   compute 16-bit inputs in fp32 internally and round once.
@@ -27,8 +28,9 @@ _AUTOCAST_KEYS = {
     "AutocastPrivateUse1": torch._C._get_privateuse1_backend_name,  # "npu" once torch_npu is imported
 }
 
-# Ops whose floating tensor inputs are all cast to the autocast dtype.
+# Ops whose two leading tensor inputs (activation, parameter) are cast to the autocast dtype.
 LOWER_PRECISION_OPS = ("prelu", "grouped_bias_add")
+_CAST_ARGS = 2
 
 
 def _cast(arg, device_type, dtype):
@@ -44,14 +46,15 @@ def _cast(arg, device_type, dtype):
 
 def _register(opname):
     op = getattr(torch.ops.npu_ext, opname).default
+    cast_names = {a.name for a in op._schema.arguments[:_CAST_ARGS]}
     for key_name, device_type_of in _AUTOCAST_KEYS.items():
         key = getattr(torch._C.DispatchKey, key_name)
 
         def autocast_impl(*args, _key=key, _device_type_of=device_type_of, **kwargs):
             device_type = _device_type_of()
             dtype = torch.get_autocast_dtype(device_type)
-            args = [_cast(a, device_type, dtype) for a in args]
-            kwargs = {k: _cast(v, device_type, dtype) for k, v in kwargs.items()}
+            args = [_cast(a, device_type, dtype) if i < _CAST_ARGS else a for i, a in enumerate(args)]
+            kwargs = {k: _cast(v, device_type, dtype) if k in cast_names else v for k, v in kwargs.items()}
             with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(_key)):
                 return op(*args, **kwargs)
 

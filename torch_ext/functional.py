@@ -6,8 +6,8 @@
 ``torch_ext.logit(input, eps=None)``                   ``torch.logit``; grad: logit_grad
 ``torch_ext.scaled_masked_softmax(x, mask, scale)``    ``softmax((x * scale).masked_fill(mask, -10000), -1)``;
                                                        grad: scaled_masked_softmax_backward
-``torch_ext.grouped_bias_add(x, bias, group_idx)``     ``x + bias[group of each row]``; bias grad:
-                                                       grouped_bias_add_grad
+``torch_ext.grouped_bias_add(x, bias, group_idx)``     ``x + bias[group of each row]`` (``probs=``: weighted
+                                                       per row); bias grad: grouped_bias_add_grad
 =====================================================  ======================================================
 
 All of them are differentiable twice (and more), run under torch.compile(fullgraph=True) and torch.export as
@@ -70,7 +70,25 @@ def _as_4d_mask(mask, x, x4_shape):
     return m.expand(m.shape[0], m.shape[1], x4_shape[2], x4_shape[3])
 
 
-def scaled_masked_softmax(x: torch.Tensor, mask=None, scale: float = 1.0, fix_triu_mask: bool = False) -> torch.Tensor:
+_NO_MASK = {}  # device -> a 0-D False bool tensor, expanded to the mask of an unmasked call (no allocation)
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_modes = torch._C._len_torch_function_stack
+
+
+def _no_mask(x):
+    """A 0-D False mask on x's device. Plain eager calls share one per device (made outside inference mode, so
+    that autograd can save it); under Dynamo, a tensor subclass or any mode (fake tensors, tracing), a new one."""
+    if type(x) is torch.Tensor and not _dynamo_compiling() and not _dispatch_modes() and not _function_modes():
+        m = _NO_MASK.get(x.device)
+        if m is None:
+            with torch.inference_mode(False):
+                m = _NO_MASK[x.device] = torch.zeros((), dtype=torch.bool, device=x.device)
+        return m
+    return torch.zeros((), dtype=torch.bool, device=x.device)
+
+
+def scaled_masked_softmax(x: torch.Tensor, mask=None, scale: float = 1.0, fix_triu_mask: bool = False,
+                          fully_masked: str = "uniform") -> torch.Tensor:
     """``softmax((x * scale).masked_fill(mask, -10000), dim=-1)``, the Megatron/aclnn fused softmax.
 
     x: floating tensor of any rank >= 1, softmax over the last dim (at most 4096 long). The operator is 4-D
@@ -78,11 +96,18 @@ def scaled_masked_softmax(x: torch.Tensor, mask=None, scale: float = 1.0, fix_tr
     dim before the last three into B, a copy only if the layout needs it).
 
     mask: a ``torch.bool`` tensor that broadcasts to x (True = masked out): e.g. a (S1, S2) causal mask, a
-    (B, 1, 1, S2) padding mask or a full (B, N, S1, S2) mask; None means no masking. It is adapted to the
-    operator's 4-D form with zero-stride views. Masked positions get the value -10000 before the softmax (a
-    fully masked row is uniform, as in Megatron), and exactly zero gradient.
+    (B, 1, 1, S2) padding mask or a full (B, N, S1, S2) mask; None means no masking (no mask tensor is
+    allocated). It is adapted to the operator's 4-D form with zero-stride views. Masked positions get the value
+    -10000 before the softmax and exactly zero gradient.
+
+    fully_masked: what a row whose every position is masked gives: ``"uniform"`` (1 / S2 everywhere, the
+    softmax of a constant row: Megatron's torch path, aclnnScaledMaskedSoftmax) or ``"zero"`` (all zeros:
+    Megatron's fused CUDA kernel, and PyTorch's scaled_dot_product_attention since 2.5). Its gradient is zero
+    either way.
 
     fix_triu_mask=True: the mask is the causal mask (True where column > row) and ``mask`` is ignored.
+
+    Backward: ``npu_ext.scaled_masked_softmax_backward`` (aclnnScaledMaskedSoftmaxBackward on an NPU).
     """
     if x.dim() == 0:
         raise ValueError("torch_ext.scaled_masked_softmax: x must have at least 1 dimension, but got a 0-D tensor")
@@ -93,10 +118,8 @@ def scaled_masked_softmax(x: torch.Tensor, mask=None, scale: float = 1.0, fix_tr
         x4 = x.reshape((1,) * (4 - x.dim()) + shape)
     else:
         x4 = x.reshape((-1,) + shape[-3:])
-    if fix_triu_mask:
-        m4 = torch.zeros((), dtype=torch.bool, device=x.device).expand(1, 1, x4.shape[2], x4.shape[3])
-    elif mask is None:
-        m4 = torch.zeros((), dtype=torch.bool, device=x.device).expand(1, 1, x4.shape[2], x4.shape[3])
+    if fix_triu_mask or mask is None:
+        m4 = _no_mask(x).expand(1, 1, x4.shape[2], x4.shape[3])
     else:
         if mask.dtype != torch.bool:
             raise TypeError(
@@ -110,22 +133,31 @@ def scaled_masked_softmax(x: torch.Tensor, mask=None, scale: float = 1.0, fix_tr
             )
         m4 = _as_4d_mask(mask, x, x4.shape)
     if (not _dynamo_compiling() and not _tf_variadic(x4, m4) and type(scale) in (float, int)
-            and type(fix_triu_mask) is bool):
-        y = _C._scaled_masked_softmax(x4, m4, scale, fix_triu_mask)
+            and type(fix_triu_mask) is bool and type(fully_masked) is str):
+        y = _C._scaled_masked_softmax(x4, m4, scale, fix_triu_mask, fully_masked)
     else:
-        y = _ops.scaled_masked_softmax(x4, m4, scale, fix_triu_mask)
+        y = _ops.scaled_masked_softmax(x4, m4, scale, fix_triu_mask, fully_masked)
     return y if x.dim() == 4 else y.reshape(shape)
 
 
-def grouped_bias_add(x: torch.Tensor, bias: torch.Tensor, group_idx=None, group_idx_type: int = 0) -> torch.Tensor:
-    """Adds bias[j] to the rows of group j.
+def grouped_bias_add(x: torch.Tensor, bias: torch.Tensor, group_idx=None, group_idx_type: int = 0,
+                     probs=None) -> torch.Tensor:
+    """Adds bias[j] to the rows of group j (weighted by ``probs`` when given): the MoE expert bias.
 
     With ``group_idx`` (int32/int64, 1-D, G <= 2048 entries): x is (N, H) with its rows sorted by group,
     bias is (G, H); group_idx holds cumulative end offsets (group_idx_type=0; the last equals N) or
-    per-group row counts (group_idx_type=1; they sum to N). Without it: x is (G, C, H) and bias (G, H) or
-    (G, 1, H). The gradient of x is the incoming gradient; that of bias is
-    ``npu_ext.grouped_bias_add_grad``.
+    per-group row counts (group_idx_type=1, e.g. Megatron's tokens_per_expert; they sum to N). Without it:
+    x is (G, C, H) and bias (G, H) or (G, 1, H). bias has x's dtype.
+
+    probs: optional, one weight per row of x, shape x.shape[:-1] or x.shape[:-1] + (1,) (e.g. the router
+    probabilities of the tokens), any floating dtype: ``out = x + probs * bias[group]``, computed in fp32 for
+    16-bit x (the product rounded, then the sum) and rounded once to x's dtype.
+
+    Gradients: x gets the incoming gradient; bias gets ``npu_ext.grouped_bias_add_grad`` of it (of
+    ``grad * probs``, in fp32 for 16-bit x, with probs); probs gets the row-wise dot product of the gradient with
+    its group's bias.
     """
-    if not _dynamo_compiling() and not _tf_variadic(x, bias, group_idx) and type(group_idx_type) is int:
-        return _C._grouped_bias_add(x, bias, group_idx, group_idx_type)
-    return _ops.grouped_bias_add(x, bias, group_idx, group_idx_type)
+    if (not _dynamo_compiling() and not _tf_variadic(x, bias, group_idx, probs)
+            and type(group_idx_type) is int):
+        return _C._grouped_bias_add(x, bias, group_idx, group_idx_type, probs)
+    return _ops.grouped_bias_add(x, bias, group_idx, group_idx_type, probs)

@@ -28,18 +28,22 @@ class PReLU(torch.nn.PReLU):
 
 
 class ScaledMaskedSoftmax(torch.nn.Module):
-    """``softmax((x * scale).masked_fill(mask, -10000), -1)``; see ``torch_ext.scaled_masked_softmax``."""
+    """``softmax((x * scale).masked_fill(mask, -10000), -1)``; see ``torch_ext.scaled_masked_softmax``
+    (``fully_masked``: "uniform" or "zero" for a row whose every position is masked)."""
 
-    def __init__(self, scale: float = 1.0, fix_triu_mask: bool = False) -> None:
+    def __init__(self, scale: float = 1.0, fix_triu_mask: bool = False, fully_masked: str = "uniform") -> None:
         super().__init__()
+        if fully_masked not in ("uniform", "zero"):
+            raise ValueError(f'fully_masked must be "uniform" or "zero", but got {fully_masked!r}')
         self.scale = scale
         self.fix_triu_mask = fix_triu_mask
+        self.fully_masked = fully_masked
 
     def forward(self, x: torch.Tensor, mask=None) -> torch.Tensor:
-        return F.scaled_masked_softmax(x, mask, self.scale, self.fix_triu_mask)
+        return F.scaled_masked_softmax(x, mask, self.scale, self.fix_triu_mask, self.fully_masked)
 
     def extra_repr(self) -> str:
-        return f"scale={self.scale}, fix_triu_mask={self.fix_triu_mask}"
+        return f"scale={self.scale}, fix_triu_mask={self.fix_triu_mask}, fully_masked={self.fully_masked!r}"
 
 
 class GroupedBiasAdd(torch.nn.Module):
@@ -53,8 +57,8 @@ class GroupedBiasAdd(torch.nn.Module):
         self.group_idx_type = group_idx_type
         self.bias = torch.nn.Parameter(torch.zeros(num_groups, hidden_size, device=device, dtype=dtype))
 
-    def forward(self, x: torch.Tensor, group_idx=None) -> torch.Tensor:
-        return F.grouped_bias_add(x, self.bias, group_idx, self.group_idx_type)
+    def forward(self, x: torch.Tensor, group_idx=None, probs=None) -> torch.Tensor:
+        return F.grouped_bias_add(x, self.bias, group_idx, self.group_idx_type, probs)
 
     def extra_repr(self) -> str:
         return f"num_groups={self.num_groups}, hidden_size={self.hidden_size}, group_idx_type={self.group_idx_type}"

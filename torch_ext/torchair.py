@@ -53,6 +53,7 @@ ATEN_OPS = frozenset({
     "aten._to_copy.default",
     "aten.add.Tensor",
     "aten.all.default",
+    "aten.any.dim",
     "aten.arange.default",
     "aten.bitwise_and.Tensor",
     "aten.cat.default",
@@ -69,6 +70,7 @@ ATEN_OPS = frozenset({
     "aten.gt.Tensor",
     "aten.index_select.default",
     "aten.log.default",
+    "aten.logical_not.default",
     "aten.masked_fill.Scalar",
     "aten.mul.Tensor",
     "aten.new_zeros.default",
@@ -77,6 +79,7 @@ ATEN_OPS = frozenset({
     "aten.searchsorted.Tensor",
     "aten.select.int",
     "aten.slice.Tensor",
+    "aten.sum.dim_IntList",
     "aten.tanh.default",
     "aten.unsqueeze.default",
     "aten.view.default",
@@ -148,15 +151,19 @@ def _logit(self, eps=None):
 
 
 # ----------------------------------------------------------------------------------------------------------
-def _scaled_masked_softmax(x, mask, scale=1.0, fix_triu_mask=False):
+def _scaled_masked_softmax(x, mask, scale=1.0, fix_triu_mask=False, fully_masked="uniform"):
     # softmax((x * scale).masked_fill(mask, -10000), -1). The causal mask (column > row) is built from two
-    # aranges: GE's Triu is not known to take bool tensors.
+    # aranges: GE's Triu is not known to take bool tensors. fully_masked="zero": rows with no unmasked position
+    # are 0 (aten.all.dim has no GE converter; any.dim and logical_not have). A causal row never is.
     if fix_triu_mask:
         rows = torch.arange(x.shape[2], device=x.device).unsqueeze(1)
         cols = torch.arange(x.shape[3], device=x.device)
         mask = cols > rows
     z = (_opmath(x) * scale).masked_fill(mask, -10000.0)
-    return _finish(torch.softmax(z, -1), x.dtype)
+    y = torch.softmax(z, -1)
+    if fully_masked == "zero" and not fix_triu_mask:
+        y = y.masked_fill(torch.logical_not(torch.logical_not(mask).any(-1, keepdim=True)), 0.0)
+    return _finish(y, x.dtype)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -191,17 +198,21 @@ def _all_rows_in_last_group(group_idx, rows):
     return (last * rows).to(group_idx.dtype)
 
 
-def _grouped_bias_add(x, bias, group_idx=None, group_idx_type=0):
+def _grouped_bias_add(x, bias, group_idx=None, group_idx_type=0, probs=None):
     xf, bf = _opmath(x), _opmath(bias)
     if group_idx is None:
-        return _finish(xf + bf.reshape(x.shape[0], 1, x.shape[2]), x.dtype)
-    rows = x.shape[0]
-    _check_groups("grouped_bias_add", "x", group_idx, rows)
-    ends, valid = _group_ends(group_idx, group_idx_type, rows)
-    ends = torch.where(valid, ends, _all_rows_in_last_group(ends, rows))
-    row_group = torch.searchsorted(ends, torch.arange(rows, device=x.device), right=True)
-    bf = torch.where(valid, bf, math.nan)
-    return _finish(xf + bf.index_select(0, row_group), x.dtype)
+        rows_bias = bf.reshape(x.shape[0], 1, x.shape[2])
+        valid = None
+    else:
+        rows = x.shape[0]
+        _check_groups("grouped_bias_add", "x", group_idx, rows)
+        ends, valid = _group_ends(group_idx, group_idx_type, rows)
+        ends = torch.where(valid, ends, _all_rows_in_last_group(ends, rows))
+        row_group = torch.searchsorted(ends, torch.arange(rows, device=x.device), right=True)
+        rows_bias = torch.where(valid, bf, math.nan).index_select(0, row_group)
+    if probs is not None:  # one weight per row of x, in x's compute dtype: x + probs * bias[group]
+        rows_bias = rows_bias * probs.to(xf.dtype).reshape(tuple(x.shape[:-1]) + (1,))
+    return _finish(xf + rows_bias, x.dtype)
 
 
 _inside = threading.local()  # set while _grouped_bias_add_grad calls the op it decomposes

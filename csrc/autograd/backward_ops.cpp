@@ -294,7 +294,7 @@ struct GroupedBiasAddGradBackward : public Node {
     } else {
       const at::Tensor zeros = at::zeros_symint(grad_y_sizes_, gg.options());
       const c10::optional<at::Tensor> group_idx = group_idx_.unpack();
-      out[0] = gba_op().call(zeros, gg, group_idx, group_idx_type_);
+      out[0] = gba_op().call(zeros, gg, group_idx, group_idx_type_, c10::nullopt);
     }
     return out;
   }

@@ -38,11 +38,13 @@ NPU_EXT_OP_HANDLE(prelu_bwd_op, "prelu_backward",
                   std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&))
 NPU_EXT_OP_HANDLE(logit_op, "logit", at::Tensor(const at::Tensor&, c10::optional<double>))
 NPU_EXT_OP_HANDLE(logit_grad_op, "logit_grad", at::Tensor(const at::Tensor&, const at::Tensor&, double))
-NPU_EXT_OP_HANDLE(sms_op, "scaled_masked_softmax", at::Tensor(const at::Tensor&, const at::Tensor&, double, bool))
+NPU_EXT_OP_HANDLE(sms_op, "scaled_masked_softmax",
+                  at::Tensor(const at::Tensor&, const at::Tensor&, double, bool, c10::string_view))
 NPU_EXT_OP_HANDLE(sms_bwd_op, "scaled_masked_softmax_backward",
                   at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, double, bool))
 NPU_EXT_OP_HANDLE(gba_op, "grouped_bias_add",
-                  at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, int64_t))
+                  at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, int64_t,
+                             const c10::optional<at::Tensor>&))
 NPU_EXT_OP_HANDLE(gba_grad_op, "grouped_bias_add_grad",
                   at::Tensor(const at::Tensor&, const c10::optional<at::Tensor>&, int64_t))
 #undef NPU_EXT_OP_HANDLE

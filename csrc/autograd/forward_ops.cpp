@@ -14,6 +14,7 @@
 // The graph nodes are written like the nodes ATen generates for its own derivatives (a Node subclass with its
 // SavedVariables, attached with set_history): no AutogradContext, no IValue map, no output wrapping, so a
 // training step costs what an ATen op's does. name() is what grad_fn.name() shows.
+#include <ATen/OpMathType.h>
 #include <torch/library.h>
 
 #include <string>
@@ -123,8 +124,11 @@ struct ScaledMaskedSoftmaxBackward : public Node {
   }
 };
 
-at::Tensor sms_autograd(const at::Tensor& x, const at::Tensor& mask, double scale, bool fix_triu_mask) {
-  at::Tensor result = below_autograd([&] { return sms_op().call(x, mask, scale, fix_triu_mask); });
+// fully_masked="zero" needs nothing of its own here: a zero row of y gets a zero gradient from the backward op
+// (scale * (g - sum(g * y)) * y), which is the exact derivative there (y does not depend on x in that row).
+at::Tensor sms_autograd(const at::Tensor& x, const at::Tensor& mask, double scale, bool fix_triu_mask,
+                        c10::string_view fully_masked) {
+  at::Tensor result = below_autograd([&] { return sms_op().call(x, mask, scale, fix_triu_mask, fully_masked); });
   if (recording() && needs_grad(x)) {
     auto node = attach<ScaledMaskedSoftmaxBackward>(result, x, mask);
     node->result_ = SavedVariable(result, true);
@@ -135,36 +139,76 @@ at::Tensor sms_autograd(const at::Tensor& x, const at::Tensor& mask, double scal
   return result;
 }
 
+// out = x + bias[group] (+ probs * bias[group] with probs):
+//   d x     = grad
+//   d bias  = grouped_bias_add_grad(grad)                    (grad * probs, in the compute dtype, with probs)
+//   d probs = sum over the last dim of grad * bias[group]    (in the compute dtype, then probs' dtype; the
+//             bias rows spread by this op itself: zeros + bias)
+// The compute dtype is fp32 for fp16/bf16 x (fp64 for fp64): the products are not rounded to 16 bits before
+// the fp32 sums, as autograd of the PyTorch expression `x + probs * bias_rows` with fp32 probs computes them.
 struct GroupedBiasAddBackward : public Node {
-  SavedVariable group_idx_;
+  SavedVariable group_idx_, bias_, probs_;
   bool has_group_idx_ = false;
+  bool has_probs_ = false;
   int64_t group_idx_type_ = 0;
   std::vector<c10::SymInt> bias_shape_;
   std::string name() const override { return "npu_ext_grouped_bias_add_backward"; }
-  void release_variables() override { group_idx_.reset_data(); }
+  void release_variables() override {
+    group_idx_.reset_data();
+    bias_.reset_data();
+    probs_.reset_data();
+  }
   variable_list apply(variable_list&& grads) override {
-    variable_list out(3);  // x, bias, group_idx (never differentiable)
-    if (!grads[0].defined()) return out;
-    if (task_should_compute_output(0)) out[0] = grads[0];
-    if (task_should_compute_output(1)) {
-      const c10::optional<at::Tensor> group_idx =
-          has_group_idx_ ? c10::optional<at::Tensor>(group_idx_.unpack()) : c10::nullopt;
-      out[1] = backward_op([&] { return gba_grad_op().call(grads[0], group_idx, group_idx_type_); })
+    variable_list out(4);  // x, bias, group_idx (never differentiable), probs
+    const at::Tensor& g = grads[0];
+    if (!g.defined()) return out;
+    if (task_should_compute_output(0)) out[0] = g;
+    const bool want_bias = task_should_compute_output(1), want_probs = has_probs_ && task_should_compute_output(3);
+    if (!want_bias && !want_probs) return out;
+    const c10::optional<at::Tensor> group_idx =
+        has_group_idx_ ? c10::optional<at::Tensor>(group_idx_.unpack()) : c10::nullopt;
+    if (!has_probs_) {
+      out[1] = backward_op([&] { return gba_grad_op().call(g, group_idx, group_idx_type_); }).reshape_symint(bias_shape_);
+      return out;
+    }
+    const at::Tensor probs = probs_.unpack();
+    const at::ScalarType acc = at::toOpMathType(g.scalar_type());
+    const at::Tensor g_acc = g.to(acc);
+    if (want_bias) {
+      // probs as a column against grad's rows: (N, 1) or (G, C, 1).
+      const at::Tensor p = probs.to(acc).reshape_symint(g.sym_sizes().slice(0, g.dim() - 1)).unsqueeze(-1);
+      const at::Tensor gp = g_acc * p;
+      out[1] = backward_op([&] { return gba_grad_op().call(gp, group_idx, group_idx_type_); })
+                   .to(g.scalar_type())
                    .reshape_symint(bias_shape_);
+    }
+    if (want_probs) {
+      // bias[group of each row], spread over grad's rows by the forward op itself (zeros + bias).
+      const at::Tensor rows = backward_op([&] {
+        return gba_op().call(at::zeros_symint(g.sym_sizes(), g_acc.options()), bias_.unpack().to(acc), group_idx,
+                             group_idx_type_, c10::nullopt);
+      });
+      out[3] = (g_acc * rows).sum(-1).to(probs.scalar_type()).reshape_symint(probs.sym_sizes());
     }
     return out;
   }
 };
 
 at::Tensor gba_autograd(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
-                        int64_t group_idx_type) {
-  at::Tensor result = below_autograd([&] { return gba_op().call(x, bias, group_idx, group_idx_type); });
-  if (recording() && (needs_grad(x) || needs_grad(bias))) {
-    auto node = attach<GroupedBiasAddBackward>(result, x, bias, group_idx);
+                        int64_t group_idx_type, const c10::optional<at::Tensor>& probs) {
+  at::Tensor result = below_autograd([&] { return gba_op().call(x, bias, group_idx, group_idx_type, probs); });
+  const bool has_probs = probs.has_value() && probs->defined();
+  if (recording() && (needs_grad(x) || needs_grad(bias) || (has_probs && needs_grad(*probs)))) {
+    auto node = attach<GroupedBiasAddBackward>(result, x, bias, group_idx, probs);
     node->has_group_idx_ = group_idx.has_value() && group_idx->defined();
     if (node->has_group_idx_) node->group_idx_ = SavedVariable(*group_idx, false);
     node->group_idx_type_ = group_idx_type;
     node->bias_shape_ = bias.sym_sizes().vec();  // symbolic while tracing
+    node->has_probs_ = has_probs;
+    if (has_probs) {
+      node->probs_ = SavedVariable(*probs, false);
+      node->bias_ = SavedVariable(bias, false);  // for d probs only
+    }
   }
   return result;
 }

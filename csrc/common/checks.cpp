@@ -302,17 +302,24 @@ void check_logit(const at::Tensor& self) {
   check_max_rank(op, "self", self, kMaxRank);
 }
 
-void check_scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, bool fix_triu_mask) {
+FullyMasked check_scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, bool fix_triu_mask,
+                                        c10::string_view fully_masked) {
   constexpr const char* op = "scaled_masked_softmax";
+  NPU_EXT_CHECK(fully_masked == "uniform" || fully_masked == "zero", op,
+                "fully_masked must be \"uniform\" or \"zero\", but got \"", fully_masked, "\"");
   check_one_device(op, {{"x", x}, {"mask", mask}});
   check_float(op, "x", x);
   check_softmax_operands(op, "x", x, mask, fix_triu_mask);
+  return fully_masked == "zero" ? FullyMasked::Zero : FullyMasked::Uniform;
 }
 
 void check_grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
-                            int64_t group_idx_type) {
+                            int64_t group_idx_type, const c10::optional<at::Tensor>& probs) {
   constexpr const char* op = "grouped_bias_add";
-  check_one_device(op, {{"x", x}, {"bias", bias}, {"group_idx", group_idx.has_value() ? *group_idx : at::Tensor()}});
+  check_one_device(op, {{"x", x},
+                        {"bias", bias},
+                        {"group_idx", group_idx.has_value() ? *group_idx : at::Tensor()},
+                        {"probs", probs.has_value() ? *probs : at::Tensor()}});
   check_same_device(op, "bias", bias, "x", x);
   check_float(op, "x", x);
   check_same_dtype(op, "bias", bias, "x", x);
@@ -327,6 +334,17 @@ void check_grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c
                      bias.sym_size(2) == x.sym_size(2);
     NPU_EXT_CHECK(ok2 || ok3, op, "bias must have shape (G, H) = [", x.sym_size(0), ", ", x.sym_size(2),
                   "] or (G, 1, H) when group_idx is None, but got ", shape_str(bias.sym_sizes()));
+  }
+  if (probs.has_value()) {
+    const at::Tensor& p = *probs;
+    check_same_device(op, "probs", p, "x", x);
+    check_float(op, "probs", p);
+    const c10::SymIntArrayRef rows = x.sym_sizes().slice(0, x.dim() - 1);  // one weight per row of x
+    std::vector<c10::SymInt> rows1 = rows.vec();
+    rows1.emplace_back(1);
+    NPU_EXT_CHECK(p.sym_sizes() == rows || p.sym_sizes() == c10::SymIntArrayRef(rows1), op, "probs must have shape ",
+                  shape_str(rows), " or ", shape_str(rows1), " (one weight per row of x), but got ",
+                  shape_str(p.sym_sizes()));
   }
 }
 

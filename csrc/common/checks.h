@@ -123,15 +123,24 @@ void check_prelu(const at::Tensor& self, const at::Tensor& weight);
 // logit(self, eps): self fp16/bf16/fp32 (fp64 off-NPU), rank <= 8 (logit_grad's limit).
 void check_logit(const at::Tensor& self);
 
-// scaled_masked_softmax(x, mask, scale, fix_triu_mask): x 4-D (B, N, S1, S2) with S2 <= 4096; mask bool
-// 4-D, last two dims (S1, S2), first two equal or 1; the mask is ignored when fix_triu_mask is true.
-void check_scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, bool fix_triu_mask);
+// What scaled_masked_softmax returns for a row whose every position is masked: the uniform row 1 / S2 that
+// softmax of a constant -10000 row gives (Megatron's torch path, aclnnScaledMaskedSoftmax), or zeros (Megatron's
+// fused CUDA kernel, apex scaled_masked_softmax.h). The gradient of such a row is zero either way.
+enum class FullyMasked { Uniform, Zero };
 
-// grouped_bias_add(x, bias, group_idx, group_idx_type): with group_idx (int32/int64, 1-D, G <= 2048
+// scaled_masked_softmax(x, mask, scale, fix_triu_mask, fully_masked): x 4-D (B, N, S1, S2) with S2 <= 4096;
+// mask bool 4-D, last two dims (S1, S2), first two equal or 1; the mask is ignored when fix_triu_mask is
+// true. fully_masked is "uniform" or "zero".
+FullyMasked check_scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, bool fix_triu_mask,
+                                        c10::string_view fully_masked);
+
+// grouped_bias_add(x, bias, group_idx, group_idx_type, probs): with group_idx (int32/int64, 1-D, G <= 2048
 // entries) x is (N, H) and bias (G, H); without it x is (G, C, H) and bias (G, H) or (G, 1, H). bias has
-// x's dtype and device. The group_idx values are checked by group_offsets("grouped_bias_add", "x", ...).
+// x's dtype and device. probs (optional): one weight per row of x, shape x.shape[:-1] or x.shape[:-1] + [1],
+// any supported floating dtype, on x's device; out = x + probs * bias[group]. The group_idx values are checked
+// by group_offsets("grouped_bias_add", "x", ...).
 void check_grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
-                            int64_t group_idx_type);
+                            int64_t group_idx_type, const c10::optional<at::Tensor>& probs);
 
 // ---------------------------------------------------------------------------------------------------------
 // .out overloads: the caller-provided output must already have the inferred shape and dtype, and live on

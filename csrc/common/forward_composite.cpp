@@ -45,30 +45,41 @@ at::Tensor logit(const at::Tensor& self, c10::optional<double> eps) {
   return finish(at::logit(opmath(self), eps), self.scalar_type());
 }
 
-at::Tensor scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, double scale, bool fix_triu_mask) {
-  check_scaled_masked_softmax(x, mask, fix_triu_mask);
+at::Tensor scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, double scale, bool fix_triu_mask,
+                                 c10::string_view fully_masked) {
+  const FullyMasked policy = check_scaled_masked_softmax(x, mask, fix_triu_mask, fully_masked);
   const at::Tensor m = fix_triu_mask
                            ? at::ones({x.size(2), x.size(3)}, x.options().dtype(at::kBool)).triu(1)  // column > row
                            : mask;
   const at::Tensor z = opmath(x).mul(scale).masked_fill(m, -10000.0);
-  return finish(at::_softmax(z, -1, false), x.scalar_type());
+  at::Tensor y = at::_softmax(z, -1, false);
+  // A causal row is never fully masked (its diagonal is not).
+  if (policy == FullyMasked::Zero && !fix_triu_mask) y = y.masked_fill(m.all(-1, /*keepdim=*/true), 0.0);
+  return finish(y, x.scalar_type());
 }
 
 at::Tensor grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
-                            int64_t group_idx_type) {
-  check_grouped_bias_add(x, bias, group_idx, group_idx_type);
+                            int64_t group_idx_type, const c10::optional<at::Tensor>& probs) {
+  check_grouped_bias_add(x, bias, group_idx, group_idx_type, probs);
+  at::Tensor b;  // the bias of every row of x, in the compute dtype, broadcastable to x
   if (!group_idx.has_value()) {
-    return finish(at::add(opmath(x), opmath(bias).reshape({x.size(0), 1, x.size(2)})), x.scalar_type());
+    b = opmath(bias).reshape({x.size(0), 1, x.size(2)});
+  } else {
+    // The row -> group index is built on the host from the validated offsets (one small device-to-host copy).
+    const int64_t rows = x.size(0);
+    const auto offsets = group_offsets("grouped_bias_add", "x", group_idx->cpu(), group_idx_type, rows);
+    at::Tensor idx = at::empty({rows}, at::TensorOptions().dtype(at::kLong));
+    int64_t* p = idx.mutable_data_ptr<int64_t>();
+    for (size_t j = 0; j + 1 < offsets.size(); ++j) {
+      for (int64_t r = offsets[j]; r < offsets[j + 1]; ++r) p[r] = static_cast<int64_t>(j);
+    }
+    b = opmath(bias).index_select(0, idx.to(x.device()));
   }
-  // The row -> group index is built on the host from the validated offsets (one small device-to-host copy).
-  const int64_t rows = x.size(0);
-  const auto offsets = group_offsets("grouped_bias_add", "x", group_idx->cpu(), group_idx_type, rows);
-  at::Tensor idx = at::empty({rows}, at::TensorOptions().dtype(at::kLong));
-  int64_t* p = idx.mutable_data_ptr<int64_t>();
-  for (size_t j = 0; j + 1 < offsets.size(); ++j) {
-    for (int64_t r = offsets[j]; r < offsets[j + 1]; ++r) p[r] = static_cast<int64_t>(j);
+  if (probs.has_value()) {
+    // One weight per row: (rows...) or (rows..., 1), in x's compute dtype.
+    b = b * probs->to(at::toOpMathType(x.scalar_type())).reshape(x.sizes().slice(0, x.dim() - 1).vec()).unsqueeze(-1);
   }
-  return finish(at::add(opmath(x), opmath(bias).index_select(0, idx.to(x.device()))), x.scalar_type());
+  return finish(at::add(opmath(x), b), x.scalar_type());
 }
 
 }  // namespace composite

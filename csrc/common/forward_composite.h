@@ -13,9 +13,10 @@ namespace composite {
 at::Tensor gelu(const at::Tensor& self, c10::string_view approximate);
 at::Tensor prelu(const at::Tensor& self, const at::Tensor& weight);
 at::Tensor logit(const at::Tensor& self, c10::optional<double> eps);
-at::Tensor scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, double scale, bool fix_triu_mask);
+at::Tensor scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, double scale, bool fix_triu_mask,
+                                 c10::string_view fully_masked);
 at::Tensor grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
-                            int64_t group_idx_type);
+                            int64_t group_idx_type, const c10::optional<at::Tensor>& probs);
 
 }  // namespace composite
 }  // namespace npu_ext

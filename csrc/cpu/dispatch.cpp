@@ -95,13 +95,14 @@ void scaled_masked_softmax_backward_kernel(const at::Tensor& g, const at::Tensor
 }
 
 void scaled_masked_softmax_kernel(const at::Tensor& x, const at::Tensor& mask, double scale, bool causal,
-                                  const at::Tensor& out) {
-  NPU_EXT_CPU_DISPATCH(scaled_masked_softmax_kernel, x, mask, scale, causal, out);
+                                  bool zero_fully_masked, const at::Tensor& out) {
+  NPU_EXT_CPU_DISPATCH(scaled_masked_softmax_kernel, x, mask, scale, causal, zero_fully_masked, out);
 }
 
 void grouped_bias_add_kernel(const at::Tensor& x, const GroupedRows& layout, const at::Tensor& bias,
-                             int64_t bias_row_stride, int64_t bias_col_stride, const at::Tensor& out) {
-  NPU_EXT_CPU_DISPATCH(grouped_bias_add_kernel, x, layout, bias, bias_row_stride, bias_col_stride, out);
+                             int64_t bias_row_stride, int64_t bias_col_stride, const at::Tensor& probs,
+                             const at::Tensor& out) {
+  NPU_EXT_CPU_DISPATCH(grouped_bias_add_kernel, x, layout, bias, bias_row_stride, bias_col_stride, probs, out);
 }
 
 void gelu_kernel(at::TensorIteratorBase& iter, GeluApproximate approximate) {

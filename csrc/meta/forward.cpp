@@ -27,14 +27,15 @@ at::Tensor logit(const at::Tensor& self, c10::optional<double> eps) {
   return same_shape(self);
 }
 
-at::Tensor scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, double scale, bool fix_triu_mask) {
-  check_scaled_masked_softmax(x, mask, fix_triu_mask);
+at::Tensor scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, double scale, bool fix_triu_mask,
+                                 c10::string_view fully_masked) {
+  check_scaled_masked_softmax(x, mask, fix_triu_mask, fully_masked);
   return same_shape(x);
 }
 
 at::Tensor grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
-                            int64_t group_idx_type) {
-  check_grouped_bias_add(x, bias, group_idx, group_idx_type);
+                            int64_t group_idx_type, const c10::optional<at::Tensor>& probs) {
+  check_grouped_bias_add(x, bias, group_idx, group_idx_type, probs);
   return same_shape(x);
 }
 

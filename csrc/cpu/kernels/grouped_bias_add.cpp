@@ -16,9 +16,10 @@ namespace {
 
 template <typename scalar_t>
 void grouped_bias_add_impl(const scalar_t* xbase, const GroupedRows& L, const scalar_t* bias, int64_t bias_row_stride,
-                           int64_t bias_col_stride, scalar_t* out) {
+                           int64_t bias_col_stride, const at::opmath_type<scalar_t>* probs, scalar_t* out) {
   using acc_t = at::opmath_type<scalar_t>;
   using P = Pack<scalar_t>;
+  using Vec = typename P::Vec;
   const int64_t H = L.hidden;
   const int64_t G = static_cast<int64_t>(L.rows.size());
   std::vector<int64_t> first_row(G + 1, 0);  // output rows of group j: [first_row[j], first_row[j + 1])
@@ -35,17 +36,28 @@ void grouped_bias_add_impl(const scalar_t* xbase, const GroupedRows& L, const sc
       const scalar_t* br = bias + j * bias_row_stride;
       scalar_t* o = out + r * H;
       if (L.col_stride == 1 && bias_col_stride == 1) {
-        store_loop(o, H, [&](int64_t h, int64_t cnt) {
-          const P px = P::load(xr + h, cnt), pb = P::load(br + h, cnt);
-          P res;
-          for (int k = 0; k < P::kVecs; ++k) res.v[k] = px.v[k] + pb.v[k];
-          return res;
-        });
+        if (probs == nullptr) {
+          store_loop(o, H, [&](int64_t h, int64_t cnt) {
+            const P px = P::load(xr + h, cnt), pb = P::load(br + h, cnt);
+            P res;
+            for (int k = 0; k < P::kVecs; ++k) res.v[k] = px.v[k] + pb.v[k];
+            return res;
+          });
+        } else {
+          const Vec p(probs[r]);
+          store_loop(o, H, [&](int64_t h, int64_t cnt) {
+            const P px = P::load(xr + h, cnt), pb = P::load(br + h, cnt);
+            P res;
+            for (int k = 0; k < P::kVecs; ++k) res.v[k] = px.v[k] + p * pb.v[k];
+            return res;
+          });
+        }
         continue;
       }
+      const acc_t p = probs == nullptr ? acc_t(1) : probs[r];  // p * b is exact for p = 1
       for (int64_t h = 0; h < H; ++h)
         o[h] = static_cast<scalar_t>(static_cast<acc_t>(xr[h * L.col_stride]) +
-                                     static_cast<acc_t>(br[h * bias_col_stride]));
+                                     p * static_cast<acc_t>(br[h * bias_col_stride]));
     }
   });
 }
@@ -53,10 +65,14 @@ void grouped_bias_add_impl(const scalar_t* xbase, const GroupedRows& L, const sc
 }  // namespace
 
 void grouped_bias_add_kernel(const at::Tensor& x, const GroupedRows& layout, const at::Tensor& bias,
-                             int64_t bias_row_stride, int64_t bias_col_stride, const at::Tensor& out) {
+                             int64_t bias_row_stride, int64_t bias_col_stride, const at::Tensor& probs,
+                             const at::Tensor& out) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "grouped_bias_add", [&] {
+    using acc_t = at::opmath_type<scalar_t>;
     grouped_bias_add_impl<scalar_t>(x.const_data_ptr<scalar_t>(), layout, bias.const_data_ptr<scalar_t>(),
-                                    bias_row_stride, bias_col_stride, out.mutable_data_ptr<scalar_t>());
+                                    bias_row_stride, bias_col_stride,
+                                    probs.defined() ? probs.const_data_ptr<acc_t>() : nullptr,
+                                    out.mutable_data_ptr<scalar_t>());
   });
 }
 

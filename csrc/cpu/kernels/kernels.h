@@ -51,10 +51,14 @@ struct GroupedRows {
 // scaled_masked_softmax_kernel  x: 4-D (B, N, S1, S2) of any strides; mask: bool, expanded to x's shape (zero
 //                       strides allowed), ignored when causal is true (masked where column > row). out:
 //                       contiguous, x's shape and dtype. out = softmax((x * scale).masked_fill(mask, -10000), -1),
-//                       computed in fp32 (fp64 for fp64) per row.
+//                       computed in fp32 (fp64 for fp64) per row; a row whose every position is masked is 0
+//                       when zero_fully_masked (a causal row never is: its diagonal is unmasked).
 // grouped_bias_add_kernel  x rows described by `layout` (see GroupedRows); bias row j at bias.data +
-//                       j * bias_row_stride, element h at + h * bias_col_stride. out: contiguous, the rows of
-//                       every group in group order: out = x row + bias[group].
+//                       j * bias_row_stride, element h at + h * bias_col_stride. probs: undefined, or one
+//                       weight per output row, contiguous, in x's compute dtype (fp32 for fp16/bf16). out:
+//                       contiguous, the rows of every group in group order: out = x row + bias[group]
+//                       (x row + probs[row] * bias[group]: the product rounded, then the sum, as the
+//                       expression written in PyTorch).
 // gelu_kernel           iter: output out, input self, of one dtype. out = gelu(self) in fp32 (fp64 for fp64).
 #define NPU_EXT_DECLARE_CPU_KERNELS                                                                          \
   void gelu_backward_kernel(at::TensorIteratorBase& iter, GeluApproximate approximate);                      \
@@ -67,9 +71,10 @@ struct GroupedRows {
   void scaled_masked_softmax_backward_kernel(const at::Tensor& g, const at::Tensor& y, const at::Tensor& mask, \
                                              double scale, bool causal, const at::Tensor& out);                \
   void scaled_masked_softmax_kernel(const at::Tensor& x, const at::Tensor& mask, double scale, bool causal,   \
-                                    const at::Tensor& out);                                                  \
+                                    bool zero_fully_masked, const at::Tensor& out);                          \
   void grouped_bias_add_kernel(const at::Tensor& x, const GroupedRows& layout, const at::Tensor& bias,        \
-                               int64_t bias_row_stride, int64_t bias_col_stride, const at::Tensor& out);     \
+                               int64_t bias_row_stride, int64_t bias_col_stride, const at::Tensor& probs,    \
+                               const at::Tensor& out);                                                       \
   void gelu_kernel(at::TensorIteratorBase& iter, GeluApproximate approximate);
 
 namespace DEFAULT {

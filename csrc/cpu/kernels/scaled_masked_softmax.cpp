@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -29,7 +30,7 @@ C10_ALWAYS_INLINE Vectorized<T> exp_nonpositive(const Vectorized<T>& d) {
 
 template <typename scalar_t>
 void scaled_masked_softmax_impl(const at::Tensor& x, const at::Tensor& mask, double scale, bool causal,
-                                const at::Tensor& out) {
+                                bool zero_fully_masked, const at::Tensor& out) {
   using acc_t = at::opmath_type<scalar_t>;
   using P = Pack<scalar_t>;
   using Vec = typename P::Vec;
@@ -67,6 +68,12 @@ void scaled_masked_softmax_impl(const at::Tensor& x, const at::Tensor& mask, dou
       const bool* mr = causal ? nullptr : mp + b * ms[0] + n * ms[1] + i * ms[2];
       xr = dense_row(xr, xs[3], S2, xbuf.data());
       if (!causal) mr = reinterpret_cast<const bool*>(dense_row(reinterpret_cast<const char*>(mr), ms[3], S2, mbuf.data()));
+      scalar_t* o = op + r * S2;
+      // A fully masked row (no byte of its mask is 0 = false), under the "zero" policy: zeros, no softmax.
+      if (zero_fully_masked && !causal && std::memchr(mr, 0, static_cast<size_t>(S2)) == nullptr) {
+        std::fill(o, o + S2, scalar_t(0));
+        continue;
+      }
 
       // Pass 1: z = masked ? -10000 : scale * x, and its lane-wise maximum.
       Vec vmax = neg_inf;
@@ -104,7 +111,6 @@ void scaled_masked_softmax_impl(const at::Tensor& x, const at::Tensor& mask, dou
       const Vec inv(acc_t(1) / hsum(acc));
 
       // Pass 3: out = z / sum, rounded once.
-      scalar_t* o = op + r * S2;
       store_loop(o, S2, [&](int64_t j, int64_t) {
         P res;
         for (int k = 0; k < kV; ++k) res.v[k] = Vec::loadu(z + j + k * V) * inv;
@@ -117,9 +123,9 @@ void scaled_masked_softmax_impl(const at::Tensor& x, const at::Tensor& mask, dou
 }  // namespace
 
 void scaled_masked_softmax_kernel(const at::Tensor& x, const at::Tensor& mask, double scale, bool causal,
-                                  const at::Tensor& out) {
+                                  bool zero_fully_masked, const at::Tensor& out) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "scaled_masked_softmax", [&] {
-    scaled_masked_softmax_impl<scalar_t>(x, mask, scale, causal, out);
+    scaled_masked_softmax_impl<scalar_t>(x, mask, scale, causal, zero_fully_masked, out);
   });
 }
 
