@@ -218,6 +218,88 @@ def percall_cases(size) -> List[Case]:
     return out
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Megatron-LM through torch_ext.megatron: the replacements patch() installs, called directly (no global patch),
+# against what megatron-core runs on the CPU without them. Forward + backward, "large" size (4M elements).
+def megatron_cases(dtype) -> List[Case]:
+    """Rows for megatron-core's fused softmax (its torch path: the only one without CUDA), the MoE expert bias
+    (TEGroupedMLP._apply_bias: a loop over experts) and bias-GELU (its jit: torch.compile on the CPU)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from megatron.core.fusions import fused_bias_gelu
+        from megatron.core.fusions.fused_softmax import FusedScaleMaskSoftmax
+        from megatron.core.transformer.enums import AttnMaskType
+        from megatron.core.transformer.moe.experts import TEGroupedMLP
+        from megatron.core.transformer.utils import attention_mask_func
+    import torch_ext.megatron as tm
+
+    gen = _gen(8)
+    out = []
+    b, heads, s = 4, 16, 256
+    fp16, bf16 = dtype == torch.float16, dtype == torch.bfloat16
+    for kind in ("causal", "padding"):
+        mask_type = AttnMaskType.causal if kind == "causal" else AttnMaskType.padding
+        fused = FusedScaleMaskSoftmax(fp16, bf16, mask_type, True, attention_mask_func, True, 0.125)
+        torch_path = FusedScaleMaskSoftmax(fp16, bf16, mask_type, False, attention_mask_func, True, 0.125)
+        x = _randn((b, heads, s, s), dtype, gen, 3.0).requires_grad_()
+        g = _randn(x.shape, dtype, gen)
+        if kind == "causal":  # the torch path needs the mask on the CPU; the fused one generates it
+            mask_fused, mask_torch = None, torch.ones(1, 1, s, s, dtype=torch.bool).triu(1)
+        else:
+            lengths = torch.randint(s // 2, s + 1, (b,), generator=gen)
+            mask_fused = mask_torch = (torch.arange(s) >= lengths.reshape(b, 1, 1, 1)).expand(b, 1, s, s)
+        out.append(Case(
+            op=f"Megatron FusedScaleMaskSoftmax[{kind}] fwd+bwd", dtype=_dname(dtype), size="large",
+            shape=_fmt(x.shape), numel=x.numel(), bytes=5 * _nbytes(x.detach()),
+            ext=_fwd_bwd(lambda f=fused, x=x, m=mask_fused: tm.forward_fused_softmax(f, x, m), [x], g),
+            baselines={"Megatron torch path": _fwd_bwd(lambda t=torch_path, x=x, m=mask_torch: t(x, m), [x], g)}))
+
+    tokens = [700, 0, 260, 1100, 36, 900, 580, 520]  # 4096 rows over 8 experts, one empty
+    n, h = sum(tokens), 1024
+    x = _randn((n, h), dtype, gen).requires_grad_()
+    biases = [_randn((h,), dtype, gen).requires_grad_() for _ in tokens]
+    probs = torch.rand(n, 1, generator=gen).requires_grad_()  # fp32 router probabilities
+    g = _randn((n, h), dtype, gen)
+    original = vars(TEGroupedMLP)["_apply_bias"].__func__
+    if original is tm._apply_bias:  # benchmarking inside a patched process: Megatron's is the one patch() saved
+        original = next(o for _, name, o, _ in tm._applied if name == "_apply_bias").__func__
+    out.append(Case(
+        op="Megatron TEGroupedMLP._apply_bias fwd+bwd", dtype=_dname(dtype), size="large",
+        shape=f"{n}x{h}, {len(tokens)} experts", numel=x.numel(), bytes=4 * _nbytes(x.detach()),
+        ext=_fwd_bwd(lambda: tm._apply_bias(x, biases, tokens, probs), [x, probs, *biases], g),
+        baselines={"Megatron split/cat loop": _fwd_bwd(lambda: original(x, biases, tokens, probs),
+                                                        [x, probs, *biases], g)}))
+
+    y = _randn((n, h), dtype, gen).requires_grad_()
+    bias = _randn((h,), dtype, gen).requires_grad_()
+    megatron_bias_gelu = fused_bias_gelu.GeLUFunction.apply
+
+    def eager_bias_gelu():
+        with torch.compiler.set_stance("force_eager"):
+            return megatron_bias_gelu(y, bias)
+
+    def compiled_bias_gelu():  # Megatron's own: jit_fuser is torch.compile; compiled outside the timed region
+        run = _fwd_bwd(lambda: megatron_bias_gelu(y, bias), [y, bias], g)
+        run()
+        return run
+
+    out.append(Case(
+        op="Megatron bias_gelu_impl fwd+bwd", dtype=_dname(dtype), size="large", shape=_fmt(y.shape),
+        numel=y.numel(), bytes=5 * _nbytes(y.detach()), memory_bound=False,
+        ext=_fwd_bwd(lambda: tm.bias_gelu_impl(y, bias), [y, bias], g),
+        baselines={"Megatron bias_gelu (eager)": _fwd_bwd(eager_bias_gelu, [y, bias], g)},
+        compiled={"Megatron bias_gelu (jit: inductor)": compiled_bias_gelu}))
+    return out
+
+
+def _megatron_available():
+    import importlib.util
+
+    return importlib.util.find_spec("megatron") is not None and importlib.util.find_spec("megatron.core") is not None
+
+
 def _dname(dtype):
     return {v: k for k, v in DTYPES.items()}[dtype]
 
@@ -256,6 +338,12 @@ def build_cases(sizes, dtypes, ops: Optional[List[str]] = None, inductor_sizes=(
                 makers.append((name, lambda mk=mk: [mk()]))
             if size in training_sizes and (not ops or any("fwd" in o or "train" in o for o in ops)):
                 makers.append(("fwd+bwd", functools.partial(training_cases, dt, size)))
+    # Megatron-LM through torch_ext.megatron (megatron-core installed; make's .venv has it): 16-bit, the
+    # largest size of the run.
+    want_megatron = not ops or any("egatron" in o for o in ops)
+    if want_megatron and "large" in sizes and _megatron_available():
+        for dname in [d for d in dtypes if d != "fp32"]:
+            makers.append(("Megatron", functools.partial(megatron_cases, DTYPES[dname])))
     # One case whose output is above 32 MB (fresh mmap'd pages on every call): fp32 softmax backward at
     # samples' "xlarge" size (4x16x512x512, a 64 MB output).
     if xlarge and "fp32" in dtypes and (not ops or any(o in "scaled_masked_softmax_backward" for o in ops)):

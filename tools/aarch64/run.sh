@@ -241,7 +241,8 @@ EMULATION_DESELECT=(tests/test_torchair.py tests/test_npu_standin.py::test_missi
                     tests/test_npu_standin.py::test_old_soc_falls_back_or_raises_at_the_call
                     tests/test_npu_standin.py::test_no_cpu_fallback_switch)
 # Tests that start the (aarch64) python as a subprocess: they need qemu-aarch64 registered with binfmt_misc.
-SUBPROCESS_TESTS=(tests/test_ddp.py tests/test_example.py::test_example_runs tests/test_isa_dispatch.py)
+SUBPROCESS_TESTS=(tests/test_ddp.py tests/test_example.py::test_example_runs tests/test_isa_dispatch.py
+                  tests/test_megatron.py::test_example_runs tests/test_megatron.py::test_import_torch_ext_does_not_import_megatron)
 
 test_suite() {
   local t0; t0=$(now)

@@ -1,0 +1,213 @@
+"""Megatron-LM (megatron-core) and Huawei MindSpeed training through the npu_ext operators: ``patch()``.
+
+::
+
+    import torch_ext.megatron
+    torch_ext.megatron.patch()      # after MindSpeed's adaptor, if you use MindSpeed; before building the model
+
+``patch()`` replaces, in megatron-core (0.16 is what it is tested against; nothing is imported before the call):
+
+* ``FusedScaleMaskSoftmax.is_kernel_available`` and ``.forward_fused_softmax`` (``megatron.core.fusions.
+  fused_softmax``): the fused path runs ``torch_ext.scaled_masked_softmax`` on ANY device (CPU, NPU, ...)
+  instead of the CUDA-only ``scaled_masked_softmax_cuda`` extensions, for fp16/bf16 inputs whenever the op
+  supports the shape: the key length at most 4096, none of the CUDA kernel's divisibility rules. Causal masks
+  are generated (``fix_triu_mask``, no mask tensor), padding masks broadcast as they are, a missing mask costs
+  no mask tensor. ``scale`` is applied in fp32 and the result has the input's dtype, whatever
+  ``softmax_in_fp32`` says (the op computes in fp32 and rounds once, as the CUDA kernel does). A fully masked
+  row gives 0 with zero gradient (``fully_masked="zero"``), as Megatron's fused kernel does; Megatron's torch
+  path gives a uniform row there. Everything else stays on Megatron's own torch path: fusion off, fp32 inputs,
+  ``window_size``, ``softmax_offset``, key length above 4096, causal with query length != key length.
+  The backward is ``npu_ext.scaled_masked_softmax_backward`` (aclnnScaledMaskedSoftmaxBackward on an NPU).
+* ``bias_gelu_impl`` (``megatron.core.fusions.fused_bias_gelu``, and every module that imported it by name:
+  ``megatron.core.transformer.mlp``, ``...moe.shared_experts``, MindSpeed's modules): tanh GELU of
+  ``input + bias`` through ``torch_ext.gelu``, whose backward is ``npu_ext.gelu_backward_v2(..., "tanh")``
+  (aclnnGeluBackwardV2).
+* ``TEGroupedMLP._apply_bias`` (``megatron.core.transformer.moe.experts``), the per-expert fc2 bias weighted
+  by the router probabilities: one ``torch_ext.grouped_bias_add(x, bias, tokens_per_expert, 1, probs=probs)``
+  instead of a Python loop over the experts; the bias gradient is ``npu_ext.grouped_bias_add_grad``
+  (aclnnGroupedBiasAddGrad(V2), which torch_npu does not expose), with gradients for the hidden states, every
+  expert's bias and the probabilities. The same op is ``torch_ext.grouped_bias_add`` /
+  ``torch_ext.nn.GroupedBiasAdd`` for expert MLPs of your own.
+
+MindSpeed: ``import mindspeed.megatron_adaptor`` applies MindSpeed's patches when it is imported; call
+``patch()`` after it. Ours then replace MindSpeed's fused-softmax methods (which call
+``torch_npu.npu_scaled_masked_softmax``, allocate a full-size mask on the host for a missing mask and have no
+double backward) and keep every other MindSpeed patch; ``unpatch()`` gives MindSpeed's back. Called before
+MindSpeed's, our fused softmax would be replaced by MindSpeed's (``patched()`` tells which are in place).
+
+``unpatch()`` puts back exactly the objects that were there before ``patch()``, wherever ours are still in
+place (a replacement made by someone else since is left alone). Both are idempotent.
+"""
+
+import importlib
+import sys
+import threading
+
+import torch
+
+from . import functional as F
+
+__all__ = ["patch", "unpatch", "patched", "TARGETS"]
+
+# The softmax limits of the op (csrc/common/checks.h, kMaxSoftmaxLastDim).
+_MAX_KEY_LENGTH = 4096
+_FLOAT16 = {torch.float16: "input_in_fp16", torch.bfloat16: "input_in_bf16"}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The replacements. They read Megatron's objects lazily, so that this module imports without megatron.
+def _attn_mask_type():
+    from megatron.core.transformer.enums import AttnMaskType
+
+    return AttnMaskType
+
+
+def is_kernel_available(self, mask, b, np, sq, sk):
+    """FusedScaleMaskSoftmax.is_kernel_available after torch_ext.megatron.patch(): whether the fused path
+    (torch_ext.scaled_masked_softmax) takes the call. Shapes only; forward_fused_softmax checks the input."""
+    if not (self.scaled_masked_softmax_fusion and self.input_in_float16):
+        return False
+    if getattr(self, "window_size", None) is not None or not 0 < sk <= _MAX_KEY_LENGTH:
+        return False
+    return sq == sk or self.attn_mask_type != _attn_mask_type().causal
+
+
+def forward_fused_softmax(self, input, mask):
+    """FusedScaleMaskSoftmax.forward_fused_softmax after torch_ext.megatron.patch(): scale, mask and softmax
+    in one npu_ext op, fully masked rows 0. An input whose dtype is not the fp16/bf16 the module was built
+    for, or a non-bool mask, goes to Megatron's torch path."""
+    flag = _FLOAT16.get(input.dtype)
+    if flag is None or not getattr(self, flag) or (mask is not None and mask.dtype != torch.bool):
+        return self.forward_torch_softmax(input, mask)
+    scale = self.scale if self.scale is not None else 1.0
+    if self.attn_mask_type == _attn_mask_type().causal:  # the mask argument is ignored, as by the CUDA kernel
+        return F.scaled_masked_softmax(input, None, scale, fix_triu_mask=True, fully_masked="zero")
+    return F.scaled_masked_softmax(input, mask, scale, fully_masked="zero")
+
+
+def bias_gelu_impl(input, bias):
+    """Megatron's bias_gelu_impl after torch_ext.megatron.patch(): tanh GELU of ``input + bias`` (bias may be
+    None) through torch_ext.gelu; backward npu_ext.gelu_backward_v2(approximate="tanh")."""
+    return F.gelu(input if bias is None else input + bias, approximate="tanh")
+
+
+def _apply_bias(intermediate_parallel, bias_parallel, tokens_per_expert, permuted_probs):
+    """TEGroupedMLP._apply_bias after torch_ext.megatron.patch(): ``out[rows of expert e] = x + probs * bias[e]``
+    as one torch_ext.grouped_bias_add (counts = tokens_per_expert, group_idx_type=1). Computed in the promoted
+    dtype of the hidden states and the bias, then cast to the hidden states' dtype, as Megatron's loop does."""
+    if bias_parallel is None:
+        return intermediate_parallel
+    shape = intermediate_parallel.shape
+    x = intermediate_parallel.reshape(-1, shape[-1])
+    bias = bias_parallel if isinstance(bias_parallel, torch.Tensor) else torch.stack(tuple(bias_parallel))
+    bias = bias.reshape(-1, shape[-1])
+    dtype = torch.promote_types(x.dtype, bias.dtype)
+    if isinstance(tokens_per_expert, torch.Tensor):
+        counts = tokens_per_expert.to(device=x.device, dtype=torch.int64)
+    else:
+        counts = torch.tensor(tokens_per_expert, dtype=torch.int64, device=x.device)
+    probs = None if permuted_probs is None else permuted_probs.reshape(-1)
+    out = F.grouped_bias_add(x.to(dtype), bias.to(dtype), counts, 1, probs=probs)
+    return out.to(intermediate_parallel.dtype).view(shape)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# (module, attribute path, replacement, scan): `scan` targets are module-level functions that other modules
+# import by name; every module attribute holding the original object gets the replacement too.
+TARGETS = (
+    ("megatron.core.fusions.fused_softmax", "FusedScaleMaskSoftmax.is_kernel_available", is_kernel_available, False),
+    ("megatron.core.fusions.fused_softmax", "FusedScaleMaskSoftmax.forward_fused_softmax", forward_fused_softmax,
+     False),
+    ("megatron.core.fusions.fused_bias_gelu", "bias_gelu_impl", bias_gelu_impl, True),
+    ("megatron.core.transformer.moe.experts", "TEGroupedMLP._apply_bias", staticmethod(_apply_bias), False),
+)
+
+_lock = threading.Lock()
+_applied = []  # (owner, name, original raw attribute or _MISSING, replacement) in the order they were made
+_MISSING = object()
+
+
+def _owner_and_name(module_name, path):
+    owner = importlib.import_module(module_name)
+    *parents, name = path.split(".")
+    for p in parents:
+        owner = getattr(owner, p)
+    return owner, name
+
+
+def _raw(owner, name):
+    """The attribute as stored (a staticmethod object, not the function it wraps)."""
+    return vars(owner).get(name, _MISSING)
+
+
+def _modules():
+    return [m for m in list(sys.modules.values()) if isinstance(getattr(m, "__dict__", None), dict)]
+
+
+def _rebind(old, new):
+    """Every module attribute that is `old` becomes `new`; returns the (module, name) pairs changed."""
+    changed = []
+    for mod in _modules():
+        for key, value in list(vars(mod).items()):
+            if value is old:
+                setattr(mod, key, new)
+                changed.append((mod, key))
+    return changed
+
+
+def patch():
+    """Routes megatron-core's fused softmax, bias-GELU and MoE expert bias through the npu_ext ops (see the
+    module docstring). Imports the megatron modules it patches (megatron-core must be installed). Idempotent.
+    Returns the patched targets, e.g. ``["megatron.core.fusions.fused_softmax.FusedScaleMaskSoftmax.
+    is_kernel_available", ...]``; a target this megatron-core version lacks is skipped."""
+    with _lock:
+        if _applied:
+            return patched()
+        try:
+            importlib.import_module("megatron.core")
+        except ImportError as e:
+            raise ImportError("torch_ext.megatron.patch() needs megatron-core (pip install megatron-core)") from e
+        for module_name, path, replacement, scan in TARGETS:
+            try:
+                owner, name = _owner_and_name(module_name, path)
+            except (ImportError, AttributeError):
+                continue
+            original = _raw(owner, name)
+            if original is _MISSING:
+                continue
+            setattr(owner, name, replacement)
+            _applied.append((owner, name, original, replacement))
+            if scan:
+                for mod, key in _rebind(original, replacement):
+                    _applied.append((mod, key, original, replacement))
+        return patched()
+
+
+def unpatch():
+    """Puts back every object patch() replaced, where ours is still in place; functions that modules imported
+    by name after patch() are put back too. Idempotent."""
+    with _lock:
+        for owner, name, original, replacement in reversed(_applied):
+            if _raw(owner, name) is replacement:
+                setattr(owner, name, original)
+        for _, path, replacement, scan in TARGETS:
+            if scan:  # modules imported after patch() took ours by name
+                original = next((o for _, _, o, r in _applied if r is replacement), None)
+                if original is not None:
+                    _rebind(replacement, original)
+        _applied.clear()
+
+
+def patched():
+    """The targets whose replacement is in place now, as "module.attribute.path" strings."""
+    out = []
+    for module_name, path, replacement, _ in TARGETS:
+        if module_name not in sys.modules:
+            continue
+        try:
+            owner, name = _owner_and_name(module_name, path)
+        except (ImportError, AttributeError):
+            continue
+        if _raw(owner, name) is replacement:
+            out.append(f"{module_name}.{path}")
+    return out
