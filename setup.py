@@ -60,6 +60,14 @@ def _target_is_x86():
     return arch.lower() in ("x86_64", "amd64", "i386", "i686", "x86")
 
 
+def _package_version():
+    """torch_ext/_version.py's __version__ (read, not imported: the package needs its built _C to import)."""
+    import re
+
+    with open(os.path.join(ROOT, "torch_ext", "_version.py")) as f:
+        return re.search(r'^__version__ = "([^"]+)"', f.read(), re.M).group(1)
+
+
 TARGET_X86 = _target_is_x86()
 ISA_VARIANTS = X86_VARIANTS if TARGET_X86 else PORTABLE_VARIANTS
 ARCH_DEFINES = ["-DNPU_EXT_X86_VARIANTS"] if TARGET_X86 else []
@@ -166,7 +174,7 @@ def _extensions():
 
 setup(
     name="torch_ext",
-    version="0.1.0",
+    version=_package_version(),
     description="Ascend aclnn backward operators as PyTorch custom ops (torch.ops.npu_ext), with fast CPU kernels",
     packages=["torch_ext"],
     ext_modules=_extensions(),

@@ -6,7 +6,13 @@ then the autocast rules of the forward ops (``_autocast``). The training API:
 
 * functional: ``torch_ext.gelu``, ``prelu``, ``logit``, ``scaled_masked_softmax``, ``grouped_bias_add``;
 * modules: ``torch_ext.nn.GELU``, ``PReLU``, ``ScaledMaskedSoftmax``, ``GroupedBiasAdd``, and
-  ``torch_ext.nn.convert(model)``.
+  ``torch_ext.nn.convert(model)``;
+* Megatron-LM / MindSpeed: ``torch_ext.megatron.patch()`` (imported on demand, never by this package);
+* torch.compile on an NPU through torchair: ``torch_ext.torchair.npu_backend()``;
+* ``torch_ext.show_config()`` (``python -m torch_ext``): what this installation runs, for bug reports.
+
+The backward operators themselves are ``torch.ops.npu_ext.gelu_backward_v2``, ``prelu_backward``,
+``grouped_bias_add_grad``, ``scaled_masked_softmax_backward`` and ``logit_grad`` (also ``torch_ext.ops``).
 """
 
 import torch  # noqa: F401  (the compiled library links against libtorch)
@@ -15,6 +21,8 @@ from . import _C  # noqa: F401  (registers torch.ops.npu_ext.*)
 from . import _autocast  # noqa: F401  (autocast policy of the forward ops)
 from . import functional, nn
 from .functional import gelu, grouped_bias_add, logit, prelu, scaled_masked_softmax
+from ._config import show_config
+from ._version import __version__
 
 # NPU (Ascend) kernels: only when torch_npu and the torch_ext._C_npu module are both installed.
 from . import _npu  # noqa: E402
@@ -23,5 +31,5 @@ _npu.load()
 
 ops = torch.ops.npu_ext
 
-__all__ = ["ops", "functional", "nn", "gelu", "prelu", "logit", "scaled_masked_softmax", "grouped_bias_add"]
-__version__ = "0.1.0"
+__all__ = ["ops", "functional", "nn", "gelu", "prelu", "logit", "scaled_masked_softmax", "grouped_bias_add",
+           "show_config", "__version__"]

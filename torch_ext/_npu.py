@@ -12,22 +12,34 @@ import os
 import warnings
 
 LOADED = False  # True once the PrivateUse1 (NPU) kernels of torch.ops.npu_ext are registered
+_why_not = "load() was not called"
+
+
+def why_not_loaded():
+    """Why the NPU kernels are not loaded ("" when they are)."""
+    return "" if LOADED else _why_not
 
 
 def load():
     """Imports torch_npu and torch_ext._C_npu when both are installed. Returns LOADED."""
-    global LOADED
+    global LOADED, _why_not
     if LOADED:
         return True
     if os.environ.get("NPU_EXT_LOAD_NPU", "1") == "0":
+        _why_not = "NPU_EXT_LOAD_NPU=0"
         return False
-    if importlib.util.find_spec("torch_ext._C_npu") is None or importlib.util.find_spec("torch_npu") is None:
+    if importlib.util.find_spec("torch_npu") is None:
+        _why_not = "torch_npu is not installed"
+        return False
+    if importlib.util.find_spec("torch_ext._C_npu") is None:
+        _why_not = ("torch_ext was built without torch_npu (no torch_ext._C_npu): reinstall it with torch_npu "
+                    "installed")
         return False
     try:
         importlib.import_module("torch_npu")
     except Exception as e:  # torch_npu present but unusable (e.g. no CANN): keep the CPU library working
-        warnings.warn(f"torch_ext: torch_npu is installed but could not be imported ({e}); "
-                      "the npu_ext NPU kernels are not loaded")
+        _why_not = f"torch_npu is installed but could not be imported ({type(e).__name__}: {e})"
+        warnings.warn(f"torch_ext: {_why_not}; the npu_ext NPU kernels are not loaded")
         return False
     importlib.import_module("torch_ext._C_npu")
     LOADED = True

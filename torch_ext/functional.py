@@ -34,21 +34,38 @@ _tf_variadic = torch._C._has_torch_function_variadic
 
 
 def gelu(input: torch.Tensor, approximate: str = "none") -> torch.Tensor:
-    """GELU, ``approximate`` "none" (erf) or "tanh"; like ``torch.nn.functional.gelu``."""
+    """GELU: ``x * Phi(x)`` (``approximate="none"``, the erf form) or ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715
+    x^3)))`` (``"tanh"``), like ``torch.nn.functional.gelu``.
+
+    input: fp16, bf16, fp32 (fp64 off the NPU), any shape; 16-bit inputs are computed in fp32 and rounded once.
+    Devices: CPU (vectorized kernel); NPU and any other device: ATen ops (csrc/common/forward_composite.cpp).
+    Backward: ``npu_ext.gelu_backward_v2(grad, input, approximate)`` (aclnnGeluBackwardV2 on an NPU).
+    """
     if not _dynamo_compiling() and not _tf_unary(input) and type(approximate) is str:
         return _C._gelu(input, approximate)
     return _ops.gelu(input, approximate)
 
 
 def prelu(input: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """PReLU with 1 or C = input.size(1) weights; like ``torch.nn.functional.prelu``."""
+    """PReLU: ``x > 0 ? x : w_c * x``, like ``torch.nn.functional.prelu``.
+
+    weight: 1 element, or C = input.size(1) elements (1 for a 1-D input), same dtype as input; rank <= 8.
+    16-bit inputs are computed in fp32 and rounded once. Devices: CPU (kernel); NPU and any other: ATen ops.
+    Backward: ``npu_ext.prelu_backward(grad, input, weight)`` -> (grad_input, grad_weight)
+    (aclnnPreluBackward on an NPU).
+    """
     if not _dynamo_compiling() and not _tf_variadic(input, weight):
         return _C._prelu(input, weight)
     return _ops.prelu(input, weight)
 
 
 def logit(input: torch.Tensor, eps=None) -> torch.Tensor:
-    """log(z / (1 - z)), z = input clamped to [eps, 1 - eps] when eps is given; like ``torch.logit``."""
+    """``log(z / (1 - z))``, z = input clamped to [eps, 1 - eps] when eps is given, like ``torch.logit``.
+
+    input: fp16, bf16, fp32 (fp64 off the NPU), rank <= 8. Devices: CPU (kernel); NPU and any other: ATen ops.
+    Backward: ``npu_ext.logit_grad(input, grad, eps)`` with eps = -1.0 for None (aclnnLogitGrad on an NPU):
+    0 outside [eps, 1 - eps] for eps >= 0, NaN outside [0, 1] otherwise.
+    """
     if not _dynamo_compiling() and not _tf_unary(input) and (eps is None or type(eps) in (float, int)):
         return _C._logit(input, eps)
     return _ops.logit(input, eps)
@@ -107,6 +124,8 @@ def scaled_masked_softmax(x: torch.Tensor, mask=None, scale: float = 1.0, fix_tr
 
     fix_triu_mask=True: the mask is the causal mask (True where column > row) and ``mask`` is ignored.
 
+    Devices: CPU (fused kernel); NPU and any other: ATen ops. x: fp16, bf16, fp32 (fp64 off the NPU),
+    computed in fp32 and rounded once; the result has x's shape and dtype.
     Backward: ``npu_ext.scaled_masked_softmax_backward`` (aclnnScaledMaskedSoftmaxBackward on an NPU).
     """
     if x.dim() == 0:
@@ -153,9 +172,11 @@ def grouped_bias_add(x: torch.Tensor, bias: torch.Tensor, group_idx=None, group_
     probabilities of the tokens), any floating dtype: ``out = x + probs * bias[group]``, computed in fp32 for
     16-bit x (the product rounded, then the sum) and rounded once to x's dtype.
 
+    Devices: CPU (fused kernel); NPU and any other: ATen ops. group_idx lives on x's device, and its values
+    are checked on the host (a small device-to-host copy off the CPU).
     Gradients: x gets the incoming gradient; bias gets ``npu_ext.grouped_bias_add_grad`` of it (of
-    ``grad * probs``, in fp32 for 16-bit x, with probs); probs gets the row-wise dot product of the gradient with
-    its group's bias.
+    ``grad * probs``, in fp32 for 16-bit x, with probs; aclnnGroupedBiasAddGrad(V2) on an NPU); probs gets the
+    row-wise dot product of the gradient with its group's bias.
     """
     if (not _dynamo_compiling() and not _tf_variadic(x, bias, group_idx, probs)
             and type(group_idx_type) is int):

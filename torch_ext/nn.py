@@ -17,6 +17,7 @@ class GELU(torch.nn.GELU):
     """Drop-in for ``torch.nn.GELU(approximate="none")``; backward: npu_ext.gelu_backward_v2."""
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
+        """``torch_ext.gelu(input, self.approximate)``."""
         return F.gelu(input, approximate=self.approximate)
 
 
@@ -24,6 +25,7 @@ class PReLU(torch.nn.PReLU):
     """Drop-in for ``torch.nn.PReLU(num_parameters=1, init=0.25)``; backward: npu_ext.prelu_backward."""
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
+        """``torch_ext.prelu(input, self.weight)``."""
         return F.prelu(input, self.weight)
 
 
@@ -40,9 +42,11 @@ class ScaledMaskedSoftmax(torch.nn.Module):
         self.fully_masked = fully_masked
 
     def forward(self, x: torch.Tensor, mask=None) -> torch.Tensor:
+        """``torch_ext.scaled_masked_softmax(x, mask, self.scale, self.fix_triu_mask, self.fully_masked)``."""
         return F.scaled_masked_softmax(x, mask, self.scale, self.fix_triu_mask, self.fully_masked)
 
     def extra_repr(self) -> str:
+        """The constructor arguments, as ``print(module)`` shows them."""
         return f"scale={self.scale}, fix_triu_mask={self.fix_triu_mask}, fully_masked={self.fully_masked!r}"
 
 
@@ -58,9 +62,11 @@ class GroupedBiasAdd(torch.nn.Module):
         self.bias = torch.nn.Parameter(torch.zeros(num_groups, hidden_size, device=device, dtype=dtype))
 
     def forward(self, x: torch.Tensor, group_idx=None, probs=None) -> torch.Tensor:
+        """``torch_ext.grouped_bias_add(x, self.bias, group_idx, self.group_idx_type, probs)``."""
         return F.grouped_bias_add(x, self.bias, group_idx, self.group_idx_type, probs)
 
     def extra_repr(self) -> str:
+        """The constructor arguments, as ``print(module)`` shows them."""
         return f"num_groups={self.num_groups}, hidden_size={self.hidden_size}, group_idx_type={self.group_idx_type}"
 
 

@@ -136,9 +136,13 @@ install_site() {
   rm -rf "$SITE"
   mkdir -p "$SITE"
   log "installing the test dependencies (aarch64 wheels, pip --target)"
-  "$HOST_PY" -m pip install --quiet --target "$SITE" --only-binary=:all: --python-version 3.11 \
-    --implementation cp --abi cp311 --platform manylinux_2_28_aarch64 --platform manylinux2014_aarch64 \
-    --cache-dir "$A/pip-cache" --root-user-action=ignore -r "$req" 2> >(grep -v "^WARNING: Location" >&2)
+  # Lines marked "# no-deps" (packages that depend on torch, which is unpacked below instead) are installed
+  # without their dependencies; the file lists those it needs.
+  local pip_target=("$HOST_PY" -m pip install --quiet --target "$SITE" --only-binary=:all: --python-version 3.11
+    --implementation cp --abi cp311 --platform manylinux_2_28_aarch64 --platform manylinux2014_aarch64
+    --cache-dir "$A/pip-cache" --root-user-action=ignore)
+  "${pip_target[@]}" -r <(grep -v "# no-deps" "$req") 2> >(grep -v "^WARNING: Location" >&2)
+  "${pip_target[@]}" --no-deps -r <(grep "# no-deps" "$req" | sed 's/#.*//') 2> >(grep -v "^WARNING: Location" >&2)
   log "unpacking $(basename "$whl") (without its NVIDIA dependencies)"
   "$HOST_PY" - "$whl" "$SITE" <<'EOF'
 import sys, zipfile
@@ -242,7 +246,8 @@ EMULATION_DESELECT=(tests/test_torchair.py tests/test_npu_standin.py::test_missi
                     tests/test_npu_standin.py::test_no_cpu_fallback_switch)
 # Tests that start the (aarch64) python as a subprocess: they need qemu-aarch64 registered with binfmt_misc.
 SUBPROCESS_TESTS=(tests/test_ddp.py tests/test_example.py::test_example_runs tests/test_isa_dispatch.py
-                  tests/test_megatron.py::test_example_runs tests/test_megatron.py::test_import_torch_ext_does_not_import_megatron)
+                  tests/test_megatron.py::test_example_runs tests/test_megatron.py::test_import_torch_ext_does_not_import_megatron
+                  tests/test_config.py::test_python_m_torch_ext_prints_it)
 
 test_suite() {
   local t0; t0=$(now)
