@@ -29,9 +29,11 @@ def test_show_config_on_the_cpu(monkeypatch):
     assert "megatron-core" in text
 
 
-def test_python_m_torch_ext_prints_it():
+def test_python_m_torch_ext_prints_it(tmp_path):
     env = dict(os.environ, ATEN_CPU_CAPABILITY="default", NPU_EXT_LOAD_NPU="0")
-    r = subprocess.run([sys.executable, "-m", "torch_ext"], capture_output=True, text=True, env=env, timeout=300)
+    # cwd: not the repository, whose torch_ext/ (sys.path[0] under -m) may not be the installed package
+    r = subprocess.run([sys.executable, "-m", "torch_ext"], capture_output=True, text=True, env=env, timeout=300,
+                       cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"torch_ext {torch_ext.__version__}")
     assert "CPU kernel variant: DEFAULT (" in r.stdout  # the forced variant is the one reported

@@ -391,9 +391,10 @@ def test_with_mindspeed_patches(order):
         FusedScaleMaskSoftmax.forward_fused_softmax = ORIGINALS["forward_fused_softmax"]
 
 
-def test_import_torch_ext_does_not_import_megatron():
+def test_import_torch_ext_does_not_import_megatron(tmp_path):
     code = "import sys, torch_ext, torch_ext.megatron; print(any(m.split('.')[0] == 'megatron' for m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # cwd: not the repository (sys.path[0] is the cwd under -c), so the installed torch_ext is the one imported
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
     assert out.stdout.strip() == "False"
 
 
