@@ -50,6 +50,9 @@ class Case:
     # Time with the thread's CPU time instead of wall time (1-thread per-call cases: robust to other
     # processes taking the core; everything such a case runs is on the calling thread).
     cpu_time: bool = False
+    # The reference that is this op's floor (the least any kernel must do, e.g. one read of the input): its
+    # time over npu_ext's is reported next to the speedup ("vs floor"; 1.0 = at the floor).
+    floor: Optional[str] = None
 
 
 def _gen(seed=0):
@@ -131,10 +134,35 @@ def grouped_cases(dtype, size):
         bytes=_nbytes(grad_y) + G * H * grad_y.element_size(), ext=lambda: ext.grouped_bias_add_grad(grad_y, group_idx, 0),
         baselines={"index_add_": index_add, "per-group sum loop": per_group_loop,
                    "segment_reduce": segment_reduce},
-        # The floor of any kernel here: reading grad_y once (a full sum, the cheapest reduction). Where the
-        # best alternative is within 2x of it, no kernel can be 2x faster than that alternative.
+        # The floor of any kernel here: reading grad_y once (a full sum in the same dtype, the cheapest
+        # reduction, same threads). Where the best alternative is within 2x of it, no kernel can be 2x faster
+        # than that alternative.
         references={"floor: grad_y.sum()": lambda: grad_y.sum()},
+        floor="floor: grad_y.sum()",
     )
+
+
+# grouped_bias_add_grad at its floor: a grad_y of 32M elements (128 MB fp32, beyond the caches), few, some
+# and many groups of skewed sizes (some empty), against one read of grad_y (issue 21).
+GROUPED_FLOOR = ((65536, 512, 4), (65536, 512, 64), (65536, 512, 2048))  # N, H, G
+
+
+def grouped_floor_case(dtype, n, h, groups):
+    gen = _gen(9)
+    weights = torch.rand(groups, generator=gen, dtype=torch.float64) ** 2  # skewed; small groups round to 0
+    counts = torch.floor(weights / weights.sum() * n).long()
+    counts[0] += n - counts.sum()
+    grad_y = _randn((n, h), dtype, gen)
+    ends = counts.cumsum(0)
+    row_group = torch.repeat_interleave(torch.arange(groups), counts)
+    empty = int((counts == 0).sum())
+    return Case(
+        op="grouped_bias_add_grad", dtype=_dname(dtype), size="xlarge",
+        shape=f"{n}x{h}, G={groups} ({empty} empty)", numel=grad_y.numel(),
+        bytes=_nbytes(grad_y) + groups * h * grad_y.element_size(),
+        ext=lambda: ext.grouped_bias_add_grad(grad_y, ends, 0),
+        baselines={"index_add_": lambda: torch.zeros(groups, h, dtype=dtype).index_add_(0, row_group, grad_y)},
+        references={"floor: grad_y.sum()": lambda: grad_y.sum()}, floor="floor: grad_y.sum()")
 
 
 def _smsb_composite(g, y, mask, scale):
@@ -338,6 +366,12 @@ def build_cases(sizes, dtypes, ops: Optional[List[str]] = None, inductor_sizes=(
                 makers.append((name, lambda mk=mk: [mk()]))
             if size in training_sizes and (not ops or any("fwd" in o or "train" in o for o in ops)):
                 makers.append(("fwd+bwd", functools.partial(training_cases, dt, size)))
+    # grouped_bias_add_grad against its floor, beyond the caches.
+    if xlarge and (not ops or any(o in "grouped_bias_add_grad" for o in ops)):
+        for dname in dtypes:
+            for n, h, groups in GROUPED_FLOOR:
+                makers.append(("grouped_bias_add_grad",
+                               functools.partial(lambda *a: [grouped_floor_case(*a)], DTYPES[dname], n, h, groups)))
     # Megatron-LM through torch_ext.megatron (megatron-core installed; make's .venv has it): 16-bit, the
     # largest size of the run.
     want_megatron = not ops or any("egatron" in o for o in ops)

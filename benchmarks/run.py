@@ -181,6 +181,8 @@ def run_case(case, threads, mode):
         "copy_gbps": copy_gbps,
         "roofline_frac": gbps / copy_gbps,
         "references_ms": ref_ms,
+        "floor": ({"name": case.floor, "ms": ref_ms[case.floor], "ratio": ref_ms[case.floor] / (ext_s * 1e3)}
+                  if case.floor in ref_ms else None),
         "round_spread": {k: round(v, 3) for k, v in spreads.items()},
         "timing": "thread CPU time" if cpu_time else "wall time",
     }
@@ -191,6 +193,8 @@ def run_case(case, threads, mode):
     rec["disturbed"] = bool(worst > DISTURBED_SPREAD or (case.memory_bound and rec["roofline_frac"] > 1.05))
     others = ", ".join(f"{k} {v * 1e3:.3f} ms ({v / ext_s:.2f}x)" for k, v in base.items())
     refs_txt = "".join(f" | {k} {v:.3f} ms" for k, v in ref_ms.items())
+    if rec["floor"]:
+        refs_txt += f" (npu_ext at {rec['floor']['ratio']:.2f}x the floor's speed)"
     log(f"      npu_ext {ext_s * 1e3:.3f} ms, {gbps:.1f} GB/s = {rec['roofline_frac']:.0%} of copy "
         f"({copy_gbps:.1f} GB/s) | {others}{refs_txt}")
     if rec["disturbed"]:
@@ -204,9 +208,9 @@ def _flag_stalled_multithread(records):
     """A multi-thread result slower than the 1-thread result of the same case (npu_ext or its best alternative)
     means another process held the other core(s): the threads waited for each other at every barrier. Flag it
     (its ratio compares two stalls, not two kernels)."""
-    one = {(r["op"], r["dtype"], r["size"]): r for r in records if r["threads"] == 1}
+    one = {(r["op"], r["dtype"], r["size"], r["shape"]): r for r in records if r["threads"] == 1}
     for r in records:
-        base = one.get((r["op"], r["dtype"], r["size"]))
+        base = one.get((r["op"], r["dtype"], r["size"], r["shape"]))
         if r["threads"] == 1 or base is None:
             continue
         slow_ext = r["npu_ext_ms"] > 1.1 * base["npu_ext_ms"]
