@@ -85,12 +85,14 @@ def logit_grad(x, dy, eps=-1.0):
     eps32 = np.float32(eps)  # eps is rounded to fp32, as the NPU kernel does (fp64 inputs keep it exact)
     if x.dtype == f64:
         eps32 = np.float64(eps)
+    # The quotient is kept only where lo <= x <= hi (the NPU kernel's select, README "Semantics notes"): an x
+    # outside the interval, or NaN (unordered), gets 0 for eps >= 0 and NaN for eps < 0 or NaN.
     if eps32 >= 0:
         lo, hi = float(eps32), float(type(eps32)(1) - eps32)
-        outside = (xx < lo) | (xx > hi)
-        return torch.where(outside, torch.zeros((), dtype=f64), value)
-    outside = (xx < 0) | (xx > 1)  # eps < 0 or NaN
-    return torch.where(outside, torch.full((), math.nan, dtype=f64), value)
+        kept = (xx >= lo) & (xx <= hi)
+        return torch.where(kept, value, torch.zeros((), dtype=f64))
+    kept = (xx >= 0) & (xx <= 1)  # eps < 0 or NaN
+    return torch.where(kept, value, torch.full((), math.nan, dtype=f64))
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -167,11 +167,10 @@ at::Tensor logit_grad(const at::Tensor& x, const at::Tensor& dy, double eps) {
   const at::Tensor d = opmath(dy);
   const at::Tensor value = d / (xx * (1.0 - xx));
   const LogitGradBounds b = logit_grad_bounds(eps, x.scalar_type());
-  if (b.clamp) {
-    return finish(at::where((xx < b.lo).logical_or_(xx > b.hi), at::zeros({}, xx.options()), value), x.scalar_type());
-  }
-  const at::Tensor nan = at::full({}, std::numeric_limits<double>::quiet_NaN(), xx.options());
-  return finish(at::where((xx < 0).logical_or_(xx > 1), nan, value), x.scalar_type());
+  // The quotient is kept where lo <= x <= hi; anything else, NaN x included, gets the fill (the NPU's select).
+  const at::Tensor inside = xx.ge(b.lo).logical_and_(xx.le(b.hi));
+  const at::Tensor fill = at::full({}, b.clamp ? 0.0 : std::numeric_limits<double>::quiet_NaN(), xx.options());
+  return finish(at::where(inside, value, fill), x.scalar_type());
 }
 
 void logit_grad_out(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {

@@ -94,8 +94,9 @@ struct LogitGradMeta {
 LogitGradMeta check_logit_grad(const at::Tensor& x, const at::Tensor& dy);
 
 // The interval on which dx = dy / (x (1 - x)), as the op uses it: [eps, 1 - eps] with eps rounded to fp32 (as
-// the NPU kernel does; fp64 inputs keep it exact) and 1 - eps computed in that precision, 0 outside (clamp);
-// for eps < 0 or NaN, [0, 1] with NaN outside.
+// the NPU kernel does; fp64 inputs keep it exact) and 1 - eps computed in that precision, 0 elsewhere (clamp);
+// for eps < 0 or NaN, [0, 1] with NaN elsewhere. "Elsewhere" includes x = NaN, as the NPU kernel selects
+// (x >= lo AND x <= hi keeps the quotient): NaN x gives 0 when eps >= 0 and NaN otherwise.
 struct LogitGradBounds {
   bool clamp;
   double lo, hi;

@@ -335,6 +335,39 @@ C10_ALWAYS_INLINE Vectorized<T> mask_lt(const Vectorized<T>& a, const Vectorized
   return mask_gt(b, a);
 }
 
+// a >= b, lane-wise (false where either is NaN).
+template <typename T>
+C10_ALWAYS_INLINE Vectorized<T> mask_ge(const Vectorized<T>& a, const Vectorized<T>& b) {
+#if defined(NPU_EXT_SSE2_LANES)
+  if constexpr (std::is_same_v<T, float>) {
+    const Sse2Halves x = sse2_halves(a), y = sse2_halves(b);
+    return from_sse2(_mm_cmpge_ps(x.lo, y.lo), _mm_cmpge_ps(x.hi, y.hi));
+  }
+#endif
+  if constexpr (kGenericLanes<T>) {
+    return lane_mask(a, b, [](T x, T y) { return x >= y; });
+  } else {
+    return a >= b;
+  }
+}
+
+// a <= b, lane-wise (false where either is NaN). Its own compare, not mask_ge(b, a): a compare instruction takes
+// a memory operand only as its second operand, so the operand order decides whether a constant b needs a load.
+template <typename T>
+C10_ALWAYS_INLINE Vectorized<T> mask_le(const Vectorized<T>& a, const Vectorized<T>& b) {
+#if defined(NPU_EXT_SSE2_LANES)
+  if constexpr (std::is_same_v<T, float>) {
+    const Sse2Halves x = sse2_halves(a), y = sse2_halves(b);
+    return from_sse2(_mm_cmple_ps(x.lo, y.lo), _mm_cmple_ps(x.hi, y.hi));
+  }
+#endif
+  if constexpr (kGenericLanes<T>) {
+    return lane_mask(a, b, [](T x, T y) { return x <= y; });
+  } else {
+    return a <= b;
+  }
+}
+
 // mask ? b : a, lane-wise (mask lanes all ones or all zeros), as Vectorized::blendv.
 template <typename T>
 C10_ALWAYS_INLINE Vectorized<T> blend(const Vectorized<T>& a, const Vectorized<T>& b, const Vectorized<T>& mask) {
