@@ -16,8 +16,10 @@ constexpr const char* kOp = "prelu_backward";
 const npu::AclnnApi& api() {
   static const npu::AclnnApi a(kOp, "aclnnPreluBackward", npu::SocNeed::Any,
                                [](const npu::AclnnApi& api, c10::Device device) {
-                                 at::Tensor g = npu::probe_tensor(device, {2, 8}), x = npu::probe_tensor(device, {2, 8});
-                                 at::Tensor w = npu::probe_tensor(device, {8}), gi = npu::probe_tensor(device, {2, 8});
+                                 at::Tensor g = npu::probe_tensor(device, {2, 8});
+                                 at::Tensor x = npu::probe_tensor(device, {2, 8});
+                                 at::Tensor w = npu::probe_tensor(device, {8});
+                                 at::Tensor gi = npu::probe_tensor(device, {2, 8});
                                  at::Tensor gw = npu::probe_tensor(device, {8});
                                  return npu::probe_launch(api, g, x, w, gi, gw);
                                });

@@ -16,7 +16,8 @@ const npu::AclnnApi& api() {
       kOp, "aclnnScaledMaskedSoftmaxBackward", npu::SocNeed::A2A3Ascend950,
       [](const npu::AclnnApi& api, c10::Device device) {
         at::Tensor g = npu::probe_tensor(device, {1, 1, 1, 16}), y = npu::probe_tensor(device, {1, 1, 1, 16});
-        at::Tensor mask = npu::probe_tensor(device, {1, 1, 1, 16}, at::kBool), out = npu::probe_tensor(device, {1, 1, 1, 16});
+        at::Tensor mask = npu::probe_tensor(device, {1, 1, 1, 16}, at::kBool);
+        at::Tensor out = npu::probe_tensor(device, {1, 1, 1, 16});
         double scale = 1.0;
         bool fix_triu_mask = false;
         return npu::probe_launch(api, g, y, mask, scale, fix_triu_mask, out);

@@ -534,7 +534,8 @@ int aclnnGeluBackwardV2GetWorkspaceSize(const aclTensor* gradOutput, const aclTe
   if (!gradOutput || !self || !approximate || !gradInput || !workspaceSize || !executor) return kNullptr;
   for (const aclTensor* t : {gradOutput, self, static_cast<const aclTensor*>(gradInput)}) {
     if (t->sizes.size() > static_cast<size_t>(kMaxDims))
-      return reject(kInvalid, "GeluBackwardV2 supports 0-8 dimensions, but got " + std::to_string(t->sizes.size()) + ".");
+      return reject(kInvalid, "GeluBackwardV2 supports 0-8 dimensions, but got " +
+                                  std::to_string(t->sizes.size()) + ".");
   }
   if (!valid(gradOutput) || !valid(self) || !valid(gradInput)) return kInvalid;
   if (!is_float(gradOutput) || !is_float(self) || !is_float(gradInput)) return kInvalid;

@@ -27,8 +27,8 @@ constexpr int64_t kBlock = 32768;
 // the x <= 0 branch); the zero products make a term NaN where grad_input_T is infinite or NaN or x = +inf, and a
 // non-finite weight makes grad_input NaN where x > 0. w_neg = 0 + w and w_pos = 1 + 0 w are per channel, so they
 // cost nothing per element. The zero lanes of a partial pack add 0 to the sums (NaN only for a non-finite weight,
-// whose channel sums to NaN anyway). Always inlined: the DEFAULT variant's 16-bit version was otherwise a call per vector
-// (2-2.5x slower there).
+// whose channel sums to NaN anyway). Always inlined: the DEFAULT variant's 16-bit version was otherwise a call
+// per vector (2-2.5x slower there).
 template <typename scalar_t>
 struct PreluStep {
   using P = Pack<scalar_t>;
@@ -51,7 +51,8 @@ struct PreluStep {
     // grad_input_T itself is never needed (one compare instead of widening it back).
     for (int k = 0; k < P::kVecs; ++k) {
       if constexpr (kReduced<scalar_t>) {
-        constexpr float kToInf = std::is_same_v<scalar_t, c10::Half> ? 0x1.ffep+15f : 0x1.ffp+127f;  // max + half an ulp
+        // the dtype's largest value plus half an ulp: 65520 for fp16, 0x7F7F8000 for bf16
+        constexpr float kToInf = std::is_same_v<scalar_t, c10::Half> ? 0x1.ffep+15f : 0x1.ffp+127f;
         t.v[k] = blend(Vec(std::numeric_limits<float>::quiet_NaN()), t.v[k], mask_lt(r.v[k].abs(), Vec(kToInf)));
       } else {
         t.v[k] = at::vec::fmadd(r.v[k], zero, t.v[k]);  // exact: 0 grad_input is +-0 or NaN
