@@ -70,16 +70,20 @@ def problems(dtype):
     ref = torch.where((pd < eps32) | (pd > 1 - eps32), torch.zeros_like(pd), dyd / (pd * (1 - pd)))
     out["logit"] = (lambda: ops.logit_grad(p, dy, 1e-3), ref)
 
+    # prelu's grad_weight terms x g are each rounded to the dtype before the sum, as on the NPU (README "Semantics
+    # notes"; exact products of 16-bit values in float64, so one rounding)
     xp, gp = randn(3, 37, 29, 31), randn(3, 37, 29, 31)
     w = (rand(37) * 0.5).to(dtype)
     xpd, gpd, wd = xp.double(), gp.double(), w.double().view(1, 37, 1, 1)
     out["prelu"] = (lambda: ops.prelu_backward(gp, xp, w),
-                    (torch.where(xpd > 0, gpd, wd * gpd), torch.where(xpd > 0, 0, xpd * gpd).sum((0, 2, 3))))
+                    (torch.where(xpd > 0, gpd, wd * gpd),
+                     torch.where(xpd > 0, 0, (xpd * gpd).to(dtype).double()).sum((0, 2, 3))))
     x2, g2 = randn(2999, 45), randn(2999, 45)
     w2 = (rand(45) * 0.5).to(dtype)
     x2d, g2d = x2.double(), g2.double()
     out["prelu_2d"] = (lambda: ops.prelu_backward(g2, x2, w2),
-                       (torch.where(x2d > 0, g2d, w2.double() * g2d), torch.where(x2d > 0, 0, x2d * g2d).sum(0)))
+                       (torch.where(x2d > 0, g2d, w2.double() * g2d),
+                        torch.where(x2d > 0, 0, (x2d * g2d).to(dtype).double()).sum(0)))
 
     gy = randn(4001, 77)
     counts = torch.tensor([0, 1000, 7, 0, 2994])

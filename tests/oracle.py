@@ -1,4 +1,6 @@
-"""Float64 reference implementations of the five operators, written from ../shared/SPEC.md alone.
+"""Float64 reference implementations of the five operators, written from ../shared/SPEC.md and, where the
+package deliberately follows the NPU kernels instead (README "Semantics notes": logit_grad with a NaN x,
+prelu_backward's grad_weight), from that table.
 
 Nothing here shares code with the package under test: plain torch ops in float64 on the CPU. Every function
 takes the operator's inputs (any dtype, any layout) and returns float64 results.
@@ -39,8 +41,15 @@ def prelu_backward(grad_output, self, weight):
     else:
         w_b = w.reshape([1, channels] + [1] * (x.dim() - 2))
     positive = x > 0  # NaN is not > 0: it takes the x <= 0 branch
-    grad_input = torch.where(positive, g, w_b * g)
-    contrib = torch.where(positive, torch.zeros((), dtype=f64), x * g)
+    # README "Semantics notes": the Atlas A2/A3 kernel scales g by (1 + 0 w) where x > 0 (NaN for a non-finite
+    # weight), and adds to each grad_weight term x g (0 where x > 0, but NaN for x = +inf: 0 x) zero times
+    # grad_input as stored in the dtype: an infinite or NaN grad_input in a channel makes its grad_weight NaN.
+    # Each term is rounded to the dtype before the sum (every SoC); the sum itself is exact here.
+    grad_input = torch.where(positive, g * (1.0 + 0.0 * w_b), w_b * g)
+    stored = grad_input if self.dtype == f64 else grad_input.to(self.dtype).to(f64)
+    contrib = torch.where(positive, 0.0 * x, x) * g + 0.0 * stored
+    if self.dtype != f64:
+        contrib = contrib.to(self.dtype).to(f64)
     if w.numel() == 1:
         grad_weight = contrib.sum()
     else:
@@ -85,12 +94,14 @@ def logit_grad(x, dy, eps=-1.0):
     eps32 = np.float32(eps)  # eps is rounded to fp32, as the NPU kernel does (fp64 inputs keep it exact)
     if x.dtype == f64:
         eps32 = np.float64(eps)
+    # The quotient is kept only where lo <= x <= hi (the NPU kernel's select, README "Semantics notes"): an x
+    # outside the interval, or NaN (unordered), gets 0 for eps >= 0 and NaN for eps < 0 or NaN.
     if eps32 >= 0:
         lo, hi = float(eps32), float(type(eps32)(1) - eps32)
-        outside = (xx < lo) | (xx > hi)
-        return torch.where(outside, torch.zeros((), dtype=f64), value)
-    outside = (xx < 0) | (xx > 1)  # eps < 0 or NaN
-    return torch.where(outside, torch.full((), math.nan, dtype=f64), value)
+        kept = (xx >= lo) & (xx <= hi)
+        return torch.where(kept, value, torch.zeros((), dtype=f64))
+    kept = (xx >= 0) & (xx <= 1)  # eps < 0 or NaN
+    return torch.where(kept, value, torch.full((), math.nan, dtype=f64))
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -36,6 +36,17 @@ class TestErrors(DeviceErrorTestCase):
             self.err(lambda d: ops.gelu_backward_v2.out(
                 t(3, dtype=torch.float16, device=d), t(3, device=d), grad_input=t(3, dtype=torch.float16, device=d))),
             """npu_ext.gelu_backward_v2: output grad_input must have dtype torch.float32, but got torch.float16""")
+        # aclnn documents 0-8 dimensions (issue 20): both inputs, hence the broadcast output too
+        self.assertExpectedInline(
+            self.err(lambda d: ops.gelu_backward_v2(t(*[1] * 9, device=d), t(1, device=d))),
+            """npu_ext.gelu_backward_v2: grad_output must have at most 8 dimensions, but got 9""")
+        self.assertExpectedInline(
+            self.err(lambda d: ops.gelu_backward_v2(t(1, device=d), t(*[1] * 9, device=d), "tanh")),
+            """npu_ext.gelu_backward_v2: self must have at most 8 dimensions, but got 9""")
+        self.assertExpectedInline(
+            self.err(lambda d: ops.gelu(t(*[1] * 9, device=d))),
+            """npu_ext.gelu: self must have at most 8 dimensions, but got 9""")
+        self.assertEqual(ops.gelu_backward_v2(t(*[1] * 8, device="meta"), t(*[2] * 8, device="meta")).shape, (2,) * 8)
 
     def test_device_mismatch(self):
         self.assertExpectedInline(
@@ -153,6 +164,15 @@ class TestErrors(DeviceErrorTestCase):
             self.err(lambda d: ops.grouped_bias_add_grad(t(4, 2, device=d), idx(4, d="cpu" if d == "meta" else "meta")),
                      devices=("cpu",)),
             """npu_ext.grouped_bias_add_grad: group_idx must be on the same device as grad_y (cpu), but got meta""")
+        # N <= INT32_MAX rows with group_idx (issue 20); a stride-0 view needs no memory
+        rows = lambda n, d: torch.zeros(1, 2, device=d).expand(n, 2)  # noqa: E731
+        self.assertExpectedInline(
+            self.err(lambda d: ops.grouped_bias_add_grad(rows(2**31, d), idx(2**31, d=d))),
+            """npu_ext.grouped_bias_add_grad: grad_y may have at most 2147483647 rows (INT32_MAX: aclnn keeps group offsets in int32) when group_idx is given, but got 2147483648""")
+        self.assertExpectedInline(
+            self.err(lambda d: ops.grouped_bias_add(rows(2**31, d), t(1, 2, device=d), idx(2**31, d=d))),
+            """npu_ext.grouped_bias_add: x may have at most 2147483647 rows (INT32_MAX: aclnn keeps group offsets in int32) when group_idx is given, but got 2147483648""")
+        self.assertEqual(ops.grouped_bias_add_grad(rows(2**31 - 1, "meta"), idx(2**31 - 1, d="meta")).shape, (1, 2))
 
     def test_grouped_bias_add_grad_values(self):
         def run(values, group_idx_type=0, rows=10, dtype=torch.int64):

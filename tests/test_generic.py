@@ -62,6 +62,14 @@ def test_generic_logit_edges(eps, dtype):
     assert_accurate(out, oracle.logit_grad(x, dy, eps), dtype, f"eps={eps}")
 
 
+@pytest.mark.parametrize("case", samples.PRELU_DEVICE_CASES, ids=lambda c: c[0])
+def test_generic_prelu_follows_the_a2_a3_kernel(case):
+    _, dtype, x, g, w, gi, gw = case
+    x, g, w = (torch.tensor(v, dtype=dtype) for v in (x, g, w))
+    for out, expected in zip(generic(ops.prelu_backward.default, g, x, w), (gi, gw)):
+        torch.testing.assert_close(out, torch.tensor(expected, dtype=dtype), rtol=0, atol=0, equal_nan=True)
+
+
 def test_generic_empty_and_masked():
     (gw,) = generic(ops.prelu_backward.default, torch.empty(0, 6, 5), torch.empty(0, 6, 5), torch.ones(6))[1:]
     assert torch.equal(gw, torch.zeros(6))

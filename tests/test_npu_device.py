@@ -13,6 +13,7 @@ import math
 import pytest
 import torch
 
+import samples
 import torch_ext
 
 
@@ -167,3 +168,51 @@ def test_gelu_backward_v2_zero_dim_promotion(dtypes, zero_dim_arg):
     got = ops.gelu_backward_v2(dev(g), dev(x), "none")
     torch.npu.synchronize()  # no deferred failure in the task queue
     check(got, ops.gelu_backward_v2(g, x, "none"))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Issue 20: the kernels' own numerics, which the CPU contract follows (README "Semantics notes").
+def _ascend950():
+    name = torch.npu.get_device_name()
+    return name.startswith("Ascend950") or name.startswith("Ascend910_95")
+
+
+def _same(npu_result, cpu_result):
+    """Equal values, NaN exactly where the CPU kernel has NaN."""
+    torch.testing.assert_close(npu_result.cpu(), cpu_result, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("eps", [-1.0, 0.0, 0.1, math.nan])
+def test_logit_grad_nan_x(dtype, eps):
+    """The kernel selects the fill where x is not in [lo, hi], a NaN x included: 0 for eps >= 0, else NaN."""
+    x = torch.tensor([math.nan, 0.5, 2.0, -1.0, 0.0]).to(dtype)
+    dy = torch.ones_like(x)
+    _same(ops.logit_grad(dev(x), dev(dy), eps), ops.logit_grad(x, dy, eps))
+
+
+# On Ascend950 the AscendC PReluGradUpdate has no zero terms: these cases give a finite grad_weight there (and g
+# where x > 0 for a non-finite weight), the documented SoC difference.
+_SOC_DIFFERENCE = {"inf_grad_output", "fp16_grad_input_overflow", "x_plus_inf", "inf_weight", "nan_weight"}
+
+
+@pytest.mark.parametrize("case", samples.PRELU_DEVICE_CASES, ids=lambda c: c[0])
+def test_prelu_backward_kernel_cases(case):
+    name, dtype, x, g, w = case[:5]
+    if _ascend950() and name in _SOC_DIFFERENCE:
+        pytest.skip("documented SoC difference: the Ascend950 kernel has no dx * 0 term")
+    x, g, w = (torch.tensor(v, dtype=dtype) for v in (x, g, w))
+    for a, b in zip(ops.prelu_backward(dev(g), dev(x), dev(w)), ops.prelu_backward(g, x, w)):
+        _same(a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_prelu_backward_zero_dim_self(dtype):
+    x, g, w = torch.tensor(-1.5).to(dtype), torch.tensor(2.0).to(dtype), torch.full((1,), 0.25).to(dtype)
+    for a, b in zip(ops.prelu_backward(dev(g), dev(x), dev(w)), ops.prelu_backward(g, x, w)):
+        _same(a, b)
+
+
+def test_documented_limits_before_aclnn():
+    with pytest.raises(RuntimeError, match=r"^npu_ext.gelu_backward_v2: grad_output must have at most 8 dimensions"):
+        ops.gelu_backward_v2(dev(torch.rand([1] * 9)), dev(torch.rand(1)))

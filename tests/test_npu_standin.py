@@ -20,6 +20,7 @@ import sys
 import pytest
 import torch
 
+import samples
 import torch_ext
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "npu_stub"))
@@ -44,7 +45,22 @@ def standin():
     lib = ctypes.CDLL(lib_path)  # the same handle the stub header dlopen()s: shared call counters
     lib.standin_calls.restype = ctypes.c_int
     lib.standin_calls.argtypes = [ctypes.c_char_p]
+    warm_up_probes()
     return lib
+
+
+def warm_up_probes():
+    """Each aclnn entry point is probed once per process and device, at its first use (a small call through both
+    phases, synchronised): done here, so that the entry-point calls the tests below count are their own (the
+    scenario tests count the probes' calls too)."""
+    x, w, gy = torch.rand(2, 3), torch.rand(3), torch.rand(4, 3)
+    npu(ops.logit_grad.default, x, x, -1.0)
+    npu(ops.gelu_backward_v2.default, x, x, "none")
+    npu(ops.prelu_backward.default, x, x, w)
+    npu(ops.grouped_bias_add_grad.default, gy, torch.tensor([1, 3]), 1)  # aclnnGroupedBiasAddGradV2
+    npu(ops.grouped_bias_add_grad.default, gy, torch.tensor([1, 4]), 0)  # aclnnGroupedBiasAddGrad
+    g4 = torch.rand(1, 1, 2, 3)
+    npu(ops.scaled_masked_softmax_backward.default, g4, g4, torch.zeros(1, 1, 2, 3, dtype=torch.bool), 1.0, False)
 
 
 def calls(lib, api):
@@ -202,6 +218,43 @@ def test_prelu_backward_out(standin, dtype):
     assert_close(gw, egw)
 
 
+def assert_same(actual, expected):
+    """Equal values, NaN exactly where expected has NaN (and the same dtype and shape)."""
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("case", samples.PRELU_DEVICE_CASES, ids=lambda c: c[0])
+def test_prelu_backward_a2_a3_kernel(standin, case):
+    """On Atlas A2/A3 (the stand-in's default SoC) aclnnPreluBackward runs the TBE kernel: grad_weight NaN for a
+    channel with an infinite or NaN grad_input (its dx * 0 term) or an x = +inf, NaN grad_input where x > 0 for a
+    non-finite weight, each term rounded to the dtype before the sum. The CPU kernel gives the same, NaN
+    positions included, and both give the values written out in samples.PRELU_DEVICE_CASES."""
+    _, dtype, x, g, w, gi, gw = case
+    x, g, w = (torch.tensor(v, dtype=dtype) for v in (x, g, w))
+    got, cpu = npu(ops.prelu_backward.default, g, x, w), ops.prelu_backward(g, x, w)
+    for a, c, e in zip(got, cpu, (gi, gw)):
+        assert_same(a, c)
+        assert_same(a, torch.tensor(e, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("weight_shape", [(1,), ()])
+def test_prelu_backward_zero_dim_self(standin, dtype, weight_shape):
+    """aclnn reshapes only a 1-D self to (1, N): a 0-dim self would reach kernels that index its dimension 1 (the
+    stand-in fails it with 561002), so the NPU path passes the single element as shape [1]."""
+    x, g, w = torch.tensor(-1.5).to(dtype), torch.tensor(2.0).to(dtype), torch.full(weight_shape, 0.25).to(dtype)
+    standin.standin_reset()
+    got = npu(ops.prelu_backward.default, g, x, w)
+    assert aclnn_calls(standin) == {"aclnnPreluBackward": 2}
+    for a, c in zip(got, ops.prelu_backward(g, x, w)):
+        assert_same(a, c)
+    gi, gw = torch.full((), math.nan, dtype=dtype), torch.full(weight_shape, math.nan, dtype=dtype)
+    assert npu(ops.prelu_backward.out, g, x, w, grad_input=gi, grad_weight=gw) is None
+    assert_same(gi, got[0])
+    assert_same(gw, got[1])
+
+
 def test_prelu_backward_nan_input(standin):
     g, x, w = prelu_inputs(torch.float32)
     x[1, 2, 3] = float("nan")  # takes the x <= 0 branch: NaN grad_weight for channel 2
@@ -311,7 +364,7 @@ def test_scaled_masked_softmax_backward_out(standin, dtype):
 def logit_inputs(dtype, shape=(6, 7)):
     torch.manual_seed(9)
     x = torch.rand(shape) * 1.4 - 0.2  # some values outside [0, 1]
-    x.view(-1)[:4] = torch.tensor([0.0, 1.0, 0.05, 0.95])
+    x.view(-1)[:6] = torch.tensor([0.0, 1.0, 0.05, 0.95, math.nan, math.inf])  # NaN x: the fill (0 or NaN)
     dy = torch.randn(shape)
     return x.to(dtype), dy.to(dtype)
 
@@ -439,6 +492,11 @@ SHARED_CHECK_CASES = [
      lambda: (torch.rand(1, 1, 2, 2), torch.rand(1, 1, 2, 2), torch.zeros(1, 1, 2, 2), 1.0, False)),
     (ops.scaled_masked_softmax_backward.default,
      lambda: (torch.rand(1, 1, 2, 5000), torch.rand(1, 1, 2, 5000), torch.zeros(1, 1, 2, 2), 1.0, True)),
+    # the documented limits (issue 20): aclnn rejects a 9-D gelu (161002), and the A2 GroupedBiasAddGrad kernel
+    # keeps group offsets in int32 (a stride-0 view needs no memory)
+    (ops.gelu_backward_v2.default, lambda: (torch.rand([1] * 9), torch.rand(1), "none")),
+    (ops.gelu_backward_v2.default, lambda: (torch.rand(2), torch.rand([1] * 9), "tanh")),
+    (ops.grouped_bias_add_grad.default, lambda: (torch.zeros(1, 2).expand(2**31, 2), torch.tensor([2**31]), 0)),
 ]
 
 
@@ -528,11 +586,23 @@ def test_abi_logit_grad(abi):
     assert lib.aclDestroyTensor(None) == 0
 
 
+def test_abi_logit_grad_selects_the_fill_for_nan_x(abi):
+    abi.lib.aclnnLogitGradGetWorkspaceSize.argtypes = [P, P, ctypes.c_double, P, P, P]
+    x, dy = torch.tensor([math.nan, 0.5, 2.0]), torch.ones(3)
+    for eps, fill in [(0.0, 0.0), (0.25, 0.0), (-1.0, math.nan), (math.nan, math.nan)]:
+        out = torch.zeros(3)
+        status, size, executor = abi.phase1("aclnnLogitGrad", abi.tensor(x), abi.tensor(dy), eps, abi.tensor(out))
+        assert status == 0 and abi.run("aclnnLogitGrad", size, executor) == 0
+        assert_same(out, torch.tensor([fill, 4.0, fill]))
+
+
 def test_abi_gelu_backward_v2(abi):
     lib = abi.lib
     lib.aclnnGeluBackwardV2GetWorkspaceSize.argtypes = [P, P, ctypes.c_char_p, P, P, P]
     g, x, out = torch.ones(3), torch.tensor([-1.0, 0.0, 2.0]), torch.zeros(3)
     tg, tx, tout = abi.tensor(g), abi.tensor(x), abi.tensor(out)
+    g9 = torch.ones([1] * 9)
+    assert abi.phase1("aclnnGeluBackwardV2", abi.tensor(g9), abi.tensor(g9), b"none", abi.tensor(g9))[0] == INVALID
     assert abi.phase1("aclnnGeluBackwardV2", tg, tx, None, tout)[0] == NULLPTR
     assert abi.phase1("aclnnGeluBackwardV2", tg, tx, b"Tanh", tout)[0] == INVALID
     assert abi.phase1("aclnnGeluBackwardV2", tg, tx, b"none", abi.tensor(torch.zeros(3).half()))[0] == INVALID
@@ -558,6 +628,9 @@ def test_abi_prelu_backward(abi):
     assert abi.run("aclnnPreluBackward", size, executor) == 0
     assert torch.equal(gi, torch.tensor([[1.0, 0.25], [0.5, 1.0]]))
     assert torch.equal(gw, torch.tensor([-3.0, -2.0]))
+    s0 = torch.tensor(-1.0)  # 0-dim self: not reshaped by aclnn, the kernels index its dimension 1
+    assert abi.phase1("aclnnPreluBackward", abi.tensor(s0), abi.tensor(s0), abi.tensor(torch.ones(1)),
+                      abi.tensor(s0.clone()), abi.tensor(torch.zeros(1)))[0] == 561002
 
 
 def test_abi_grouped_bias_add_grad(abi):
@@ -771,7 +844,16 @@ def fallback_warning(op, reason):
             "operator; NPU_EXT_NO_CPU_FALLBACK=1 makes this an error)")
 
 
-OLD_SOC = "has no kernel for this SoC (Ascend910A; it needs an Atlas A2/A3 (Ascend910B*, Ascend910_93*) or Ascend950)"
+OLD_SOC = ("has no kernel for this SoC (Ascend910A; it needs an Atlas A2/A3 (Ascend910B*, Ascend910_93*) or Ascend950 "
+           "(Ascend950*, Ascend910_95*))")
+
+
+def no_kernel(api, soc, phase, status):
+    """The reason a probe gives when the CANN has the entry point but no kernel for the SoC."""
+    where = f"{api}GetWorkspaceSize" if phase == 1 else f"{api}'s launch"
+    name = {561003: "ACLNN_ERR_INNER_FIND_KERNEL_ERROR", 561000: "ACLNN_ERR_INNER"}[status]
+    return (f"{api} has no kernel for this SoC ({soc}) in the installed CANN (a one-time probe call failed in "
+            f"{where} with status {status}, {name})")
 
 
 def test_missing_entry_points_fall_back(standin):
@@ -782,8 +864,8 @@ def test_missing_entry_points_fall_back(standin):
                                                       "(aclnnLogitGradGetWorkspaceSize not found)")]  # once
     for name in ["logit_grad", "logit_grad#2"]:
         assert steps[name] == dict(step="logit_grad", equal=True, close=True, aclnn={}, queue_clean=True)
-    grouped = steps["grouped_counts"]
-    assert grouped["close"] and grouped["aclnn"] == {"aclnnGroupedBiasAddGrad": 2}
+    grouped = steps["grouped_counts"]  # aclnnGroupedBiasAddGrad probed (2 calls), then called (2)
+    assert grouped["close"] and grouped["aclnn"] == {"aclnnGroupedBiasAddGrad": 4}
 
 
 def test_old_soc_falls_back_or_raises_at_the_call(standin):
@@ -798,14 +880,15 @@ def test_old_soc_falls_back_or_raises_at_the_call(standin):
         "npu_ext.logit_grad: the CPU fallback (aclnnLogitGrad " + OLD_SOC + ") needs the host, which is not possible "
         "while the NPU stream is being captured into a graph (aclgraph, torch.compile mode=\"reduce-overhead\"): "
         "call it outside the captured region")
-    assert steps["gelu_fp32"]["close"] and steps["gelu_fp32"]["aclnn"] == {"aclnnGeluBackwardV2": 2}
+    # GeluBackwardV2 and PreluBackward run there: their first call probes them (2 calls: both phases)
+    assert steps["gelu_fp32"]["close"] and steps["gelu_fp32"]["aclnn"] == {"aclnnGeluBackwardV2": 4}
     assert steps["gelu_bf16"] == dict(
         step="gelu_bf16", aclnn={"aclnnGeluBackwardV2": 1}, queue_clean=True,
         error="npu_ext.gelu_backward_v2: aclnnGeluBackwardV2GetWorkspaceSize rejected the call with status 161002 "
               "(ACLNN_ERR_PARAM_INVALID); nothing was queued. aclnn says: Input dtype of gelu is not support "
               "bfloat16 in current socversion.")
     assert steps["prelu_bf16"] == dict(
-        step="prelu_bf16", aclnn={"aclnnPreluBackward": 1}, queue_clean=True,
+        step="prelu_bf16", aclnn={"aclnnPreluBackward": 3}, queue_clean=True,
         error="npu_ext.prelu_backward: aclnnPreluBackwardGetWorkspaceSize rejected the call with status 161002 "
               "(ACLNN_ERR_PARAM_INVALID); nothing was queued. aclnn says: self dtype BFLOAT16 not in the dtype "
               "support list of this SoC (FLOAT, FLOAT16).")
@@ -819,6 +902,92 @@ def test_no_cpu_fallback_switch(standin):
         "npu_ext.logit_grad: aclnnLogitGrad is not in this CANN's operator libraries (aclnnLogitGradGetWorkspaceSize "
         "not found), and NPU_EXT_NO_CPU_FALLBACK=1 forbids running it on the CPU instead"))
     assert steps["gelu_fp32"]["close"]  # available operators are unaffected
+
+
+ASCEND950 = "Ascend950PR_9579"
+
+
+def test_soc_without_the_kernel_falls_back(standin):
+    """An Ascend950 whose CANN has aclnnLogitGrad and aclnnGroupedBiasAddGrad(V2) but no Ascend950 kernel for them
+    (configs added in 2026-02 / 2026-03): the first call probes each entry point once, LogitGrad fails its phase 1
+    with 561003, GroupedBiasAddGrad passes phase 1 and fails its launch with 561000 (the output unwritten, the
+    failure reported later by the task queue); both then run on the CPU with one warning per operator, and
+    nothing is left failing in the queue. Operators with a kernel are unaffected."""
+    steps, warnings = run_scenario("no_kernel", NPU_EXT_STANDIN_SOC=ASCEND950,
+                                   NPU_EXT_STANDIN_NO_KERNEL="LogitGrad,GroupedBiasAddGrad")
+    assert warnings == [
+        fallback_warning("logit_grad", no_kernel("aclnnLogitGrad", ASCEND950, 1, 561003)),
+        fallback_warning("grouped_bias_add_grad", no_kernel("aclnnGroupedBiasAddGradV2", ASCEND950, 2, 561000)),
+    ]
+    assert steps["logit_grad"] == dict(step="logit_grad", equal=True, close=True, aclnn={"aclnnLogitGrad": 1},
+                                       queue_clean=True)  # the probe's phase 1
+    assert steps["logit_grad#2"] == dict(step="logit_grad", equal=True, close=True, aclnn={}, queue_clean=True)
+    assert steps["grouped_counts"] == dict(  # both entry points probed (phase 1 and the failing launch)
+        step="grouped_counts", equal=True, close=True, queue_clean=True,
+        aclnn={"aclnnGroupedBiasAddGradV2": 2, "aclnnGroupedBiasAddGrad": 2})
+    assert steps["grouped_ends"] == dict(step="grouped_ends", equal=True, close=True, aclnn={}, queue_clean=True)
+    for name, api in [("softmax", "aclnnScaledMaskedSoftmaxBackward"), ("gelu_fp32", "aclnnGeluBackwardV2")]:
+        assert steps[name]["close"] and steps[name]["queue_clean"] and steps[name]["aclnn"] == {api: 4}
+
+
+def test_soc_without_the_kernel_and_no_cpu_fallback(standin):
+    steps, warnings = run_scenario("no_kernel_strict", NPU_EXT_STANDIN_SOC=ASCEND950,
+                                   NPU_EXT_STANDIN_NO_KERNEL="LogitGrad,GroupedBiasAddGrad", NPU_EXT_NO_CPU_FALLBACK="1")
+    assert warnings == []
+    forbidden = ", and NPU_EXT_NO_CPU_FALLBACK=1 forbids running it on the CPU instead"
+    assert steps["logit_grad"] == dict(step="logit_grad", aclnn={"aclnnLogitGrad": 1}, queue_clean=True, error=(
+        "npu_ext.logit_grad: " + no_kernel("aclnnLogitGrad", ASCEND950, 1, 561003) + forbidden))
+    assert steps["grouped_ends"] == dict(step="grouped_ends", aclnn={"aclnnGroupedBiasAddGrad": 2}, queue_clean=True,
+                                         error="npu_ext.grouped_bias_add_grad: " +
+                                         no_kernel("aclnnGroupedBiasAddGrad", ASCEND950, 2, 561000) + forbidden)
+    assert steps["softmax"]["close"] and steps["softmax"]["aclnn"] == {"aclnnScaledMaskedSoftmaxBackward": 4}
+
+
+@pytest.mark.parametrize("soc", [ASCEND950, "Ascend950DT_9591", "Ascend910_9589", "Ascend910_957c"])
+def test_ascend950(standin, soc):
+    """Ascend950 under its current names and the Ascend910_95xx names of older toolchains: every operator runs on
+    the NPU (bf16 prelu included: ASCEND950 lies inside aclnnPreluBackward's ASCEND910B..ASCEND910E range) and
+    gives the CPU kernel's results, NaN positions included (logit_grad with NaN x; prelu's grad_weight terms
+    rounded to the dtype, as on A2/A3). The one documented difference (README "Semantics notes"): the Ascend950
+    PReluGradUpdate has no dx * 0 term, so an infinite grad_input leaves grad_weight finite there."""
+    steps, warnings = run_scenario("ascend950", NPU_EXT_STANDIN_SOC=soc)
+    assert warnings == []
+    for name in ["softmax", "logit_grad", "logit_nan", "grouped_counts", "grouped_ends", "gelu_bf16", "prelu_bf16",
+                 "prelu_fp32", "prelu_bf16_rounding", "prelu_fp16_rounding"]:
+        assert steps[name]["close"] and steps[name]["queue_clean"] and steps[name]["aclnn"], steps[name]
+    for name in ["logit_grad", "logit_nan", "prelu_bf16_rounding", "prelu_fp16_rounding"]:
+        assert steps[name]["equal"], steps[name]
+    assert steps["prelu_bf16_rounding"]["got"] == [[1 + 2**-7, -(1 + 2**-6)], [0.0]]
+    # the SoC difference: grad_weight finite on Ascend950, NaN on A2/A3 and on the CPU
+    assert not steps["prelu_inf_grad_output"]["equal"]
+    assert steps["prelu_inf_grad_output"]["got"] == [[math.inf, 0.25], [-1.0]]
+    assert not steps["prelu_fp16_overflow"]["equal"]
+    assert steps["prelu_fp16_overflow"]["got"] == [[math.inf], [-300.0]]
+
+
+def test_probe_is_refused_during_graph_capture(standin):
+    """The one-time probe synchronises the device: not possible while the stream is captured into a graph, so a
+    first call there is a clear error; after a call outside the capture, the operator is captured as usual."""
+    steps, warnings = run_scenario("probe_captured")
+    assert warnings == []
+    assert steps["logit_grad_captured"] == dict(step="logit_grad_captured", aclnn={}, queue_clean=True, error=(
+        "npu_ext.logit_grad: the one-time probe of aclnnLogitGrad's kernel on this device needs the host, which is "
+        "not possible while the NPU stream is being captured into a graph (aclgraph, torch.compile "
+        "mode=\"reduce-overhead\"): call it outside the captured region"))
+    assert steps["logit_grad"] == dict(step="logit_grad", equal=True, close=True, aclnn={"aclnnLogitGrad": 4},
+                                       queue_clean=True)
+
+
+def test_each_entry_point_is_probed_once(standin):
+    """In this process every entry point was probed by the fixture: later calls make no probe (2 calls each, no
+    synchronisation)."""
+    syncs = torch.ops.npu_standin.device_syncs()
+    standin.standin_reset()
+    x = torch.rand(3, 4)
+    npu(ops.logit_grad.default, x, x, 0.1)
+    npu(ops.grouped_bias_add_grad.default, x, torch.tensor([1, 2]), 1)
+    assert aclnn_calls(standin) == {"aclnnLogitGrad": 2, "aclnnGroupedBiasAddGradV2": 2}
+    assert torch.ops.npu_standin.device_syncs() == syncs
 
 
 def test_host_work_is_refused_during_graph_capture(standin):

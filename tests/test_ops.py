@@ -290,6 +290,20 @@ def test_scaled_masked_softmax_backward_out_aliasing_grad_output():
     assert torch.equal(g, expected)
 
 
+@pytest.mark.parametrize("case", samples.PRELU_DEVICE_CASES, ids=lambda c: c[0])
+def test_prelu_backward_follows_the_a2_a3_kernel(case):
+    """grad_weight as the Atlas A2/A3 NPU kernel computes it (README "Semantics notes"): NaN for a channel with an
+    infinite or NaN grad_input or an x = +inf, NaN grad_input where x > 0 for a non-finite weight, and each term
+    rounded to the dtype before the sum. The expected values are written out; the oracle agrees."""
+    _, dtype, x, g, w, gi, gw = case
+    x, g, w = (torch.tensor(v, dtype=dtype) for v in (x, g, w))
+    got = ops.prelu_backward(g, x, w)
+    for out, expected in zip(got, (gi, gw)):
+        torch.testing.assert_close(out, torch.tensor(expected, dtype=dtype), rtol=0, atol=0, equal_nan=True)
+    for out, expected in zip(got, oracle.prelu_backward(g, x, w)):
+        assert_accurate(out, expected, dtype)
+
+
 # --------------------------------------------------------------------------------------------------------
 # logit_grad
 
@@ -302,15 +316,15 @@ LOGIT_X = [-0.5, 0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0, 1.5, INF, -INF, NAN]
 @pytest.mark.parametrize("eps,expected", [
     # eps < 0: NaN outside [0, 1]; x = 0 or 1 gives Inf
     (-1.0, [NAN, INF, 1 / 0.09, 1 / 0.1875, 4.0, 1 / 0.1875, 1 / 0.09, INF, NAN, NAN, NAN, NAN]),
-    # eps = 0: 0 outside [0, 1]
-    (0.0, [0.0, INF, 1 / 0.09, 1 / 0.1875, 4.0, 1 / 0.1875, 1 / 0.09, INF, 0.0, 0.0, 0.0, NAN]),
-    # eps > 0: 0 outside [eps, 1 - eps]
-    (0.25, [0.0, 0.0, 0.0, 1 / 0.1875, 4.0, 1 / 0.1875, 0.0, 0.0, 0.0, 0.0, 0.0, NAN]),
-    (0.5, [0.0, 0.0, 0.0, 0.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, NAN]),
-    # eps = 1 and eps > 1: 0 everywhere (the doc's NaN/Inf sentences are the forward op's)
-    (1.0, [0.0] * 11 + [NAN]),
-    (2.0, [0.0] * 11 + [NAN]),
-    (INF, [0.0] * 11 + [NAN]),
+    # eps = 0: 0 outside [0, 1], and for NaN x (the NPU kernel keeps x only where x >= eps and x <= 1 - eps)
+    (0.0, [0.0, INF, 1 / 0.09, 1 / 0.1875, 4.0, 1 / 0.1875, 1 / 0.09, INF, 0.0, 0.0, 0.0, 0.0]),
+    # eps > 0: 0 outside [eps, 1 - eps] and for NaN x
+    (0.25, [0.0, 0.0, 0.0, 1 / 0.1875, 4.0, 1 / 0.1875, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
+    (0.5, [0.0, 0.0, 0.0, 0.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
+    # eps = 1 and eps > 1: 0 everywhere (the doc's NaN/Inf sentences are the forward op's), NaN x included
+    (1.0, [0.0] * 12),
+    (2.0, [0.0] * 12),
+    (INF, [0.0] * 12),
     # eps = NaN behaves like eps < 0
     (NAN, [NAN, INF, 1 / 0.09, 1 / 0.1875, 4.0, 1 / 0.1875, 1 / 0.09, INF, NAN, NAN, NAN, NAN]),
 ])

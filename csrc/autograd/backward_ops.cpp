@@ -180,8 +180,8 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward_autograd(const at::Tensor& g, 
 }
 
 // ----------------------------------------------------------------------------------------------------------
-// logit_grad: dx = dy / (x (1 - x)) on [eps, 1 - eps] (0 outside) when eps >= 0, on [0, 1] (NaN outside)
-// otherwise (eps NaN compares false: the eps < 0 branch, as the op).
+// logit_grad: dx = dy / (x (1 - x)) on [eps, 1 - eps] (0 elsewhere, NaN x included) when eps >= 0, on [0, 1]
+// (NaN elsewhere) otherwise (eps NaN compares false: the eps < 0 branch, as the op).
 struct LogitGradBackward : public Node {
   SavedInput x_, dy_;
   double eps_ = -1.0;

@@ -95,11 +95,16 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward(const at::Tensor& grad_output,
       if (d != 1) reduce_dims.push_back(d);
     }
   }
-  const at::Tensor positive = x > 0;  // NaN is not > 0: it takes the x <= 0 branch
-  const at::Tensor gi = at::where(positive, g, w_b * g);
-  const at::Tensor contrib = at::where(positive, at::zeros({}, x.options()), x * g);
+  // The Atlas A2/A3 kernel's formulas (README "Semantics notes", csrc/cpu/kernels/prelu_backward.cpp):
+  // gi = (x > 0 ? 1 + 0 w : 0 + w) g; each grad_weight term (x > 0 ? 0 x : x) g + 0 gi_T (gi_T: gi rounded to
+  // the dtype) is rounded to the dtype before the sum. NaN is not > 0: it takes the x <= 0 branch.
+  const at::Tensor positive = x > 0;
+  const at::Tensor gi = at::where(positive, (w_b * 0 + 1) * g, (w_b + 0) * g);
+  const at::Tensor gi_t = finish(gi, meta.grad_input.dtype);
+  const at::Tensor term = at::where(positive, x * 0, x) * g + gi_t.to(x.scalar_type()) * 0;
+  const at::Tensor contrib = term.to(meta.grad_input.dtype).to(x.scalar_type());
   const at::Tensor gw = meta.per_channel ? contrib.sum(reduce_dims) : contrib.sum();
-  return {finish(gi, meta.grad_input.dtype), finish(gw.reshape(weight.sizes()), meta.grad_weight.dtype)};
+  return {gi_t, finish(gw.reshape(weight.sizes()), meta.grad_weight.dtype)};
 }
 
 void prelu_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight,
@@ -167,11 +172,10 @@ at::Tensor logit_grad(const at::Tensor& x, const at::Tensor& dy, double eps) {
   const at::Tensor d = opmath(dy);
   const at::Tensor value = d / (xx * (1.0 - xx));
   const LogitGradBounds b = logit_grad_bounds(eps, x.scalar_type());
-  if (b.clamp) {
-    return finish(at::where((xx < b.lo).logical_or_(xx > b.hi), at::zeros({}, xx.options()), value), x.scalar_type());
-  }
-  const at::Tensor nan = at::full({}, std::numeric_limits<double>::quiet_NaN(), xx.options());
-  return finish(at::where((xx < 0).logical_or_(xx > 1), nan, value), x.scalar_type());
+  // The quotient is kept where lo <= x <= hi; anything else, NaN x included, gets the fill (the NPU's select).
+  const at::Tensor inside = xx.ge(b.lo).logical_and_(xx.le(b.hi));
+  const at::Tensor fill = at::full({}, b.clamp ? 0.0 : std::numeric_limits<double>::quiet_NaN(), xx.options());
+  return finish(at::where(inside, value, fill), x.scalar_type());
 }
 
 void logit_grad_out(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {

@@ -93,6 +93,9 @@ c10::SymInt check_grouping(const char* op, const char* name, const at::Tensor& t
                 gi.sym_size(0));
   NPU_EXT_CHECK(t.dim() == 2, op, name, " must be 2-D (N, H) when group_idx is given, but got a ", t.dim(),
                 "-D tensor of shape ", shape_str(t.sym_sizes()));
+  NPU_EXT_CHECK(t.sym_size(0) <= kMaxGroupedRows, op, name, " may have at most ", kMaxGroupedRows,
+                " rows (INT32_MAX: aclnn keeps group offsets in int32) when group_idx is given, but got ",
+                t.sym_size(0));
   return gi.sym_size(0);
 }
 
@@ -168,6 +171,9 @@ GeluBackwardMeta check_gelu_backward_v2(const at::Tensor& grad_output, const at:
   check_same_device(op, "self", self, "grad_output", grad_output);
   check_float(op, "grad_output", grad_output);
   check_float(op, "self", self);
+  // aclnn documents 0-8 dimensions for both inputs (and so for their broadcast shape, the output's)
+  check_max_rank(op, "grad_output", grad_output, kMaxRank);
+  check_max_rank(op, "self", self, kMaxRank);
   NPU_EXT_CHECK(broadcast_shapes(grad_output.sym_sizes(), self.sym_sizes(), meta.grad_input.shape), op, "grad_output of shape ",
                 shape_str(grad_output.sym_sizes()), " and self of shape ", shape_str(self.sym_sizes()),
                 " do not broadcast");
@@ -282,6 +288,7 @@ GeluApproximate check_gelu(const at::Tensor& self, c10::string_view approximate)
   constexpr const char* op = "gelu";
   const GeluApproximate a = parse_approximate(op, approximate);
   check_float(op, "self", self);
+  check_max_rank(op, "self", self, kMaxRank);  // gelu_backward_v2's limit: fails here, not in the backward
   return a;
 }
 

@@ -24,6 +24,9 @@ namespace npu_ext {
 constexpr int64_t kMaxRank = 8;
 constexpr int64_t kMaxSoftmaxLastDim = 4096;
 constexpr int64_t kMaxGroups = 2048;
+// Rows of a grad_y grouped by group_idx: the A2 GroupedBiasAddGrad kernel keeps group offsets in int32, and aclnn
+// requires group_idx values <= INT32_MAX.
+constexpr int64_t kMaxGroupedRows = 2147483647;
 
 // The shape and dtype of one output. Each backward op's check returns the spec of every output, and the CPU,
 // Meta and NPU kernels all allocate (new_output) and validate `.out` tensors (check_out) from it.
@@ -94,8 +97,9 @@ struct LogitGradMeta {
 LogitGradMeta check_logit_grad(const at::Tensor& x, const at::Tensor& dy);
 
 // The interval on which dx = dy / (x (1 - x)), as the op uses it: [eps, 1 - eps] with eps rounded to fp32 (as
-// the NPU kernel does; fp64 inputs keep it exact) and 1 - eps computed in that precision, 0 outside (clamp);
-// for eps < 0 or NaN, [0, 1] with NaN outside.
+// the NPU kernel does; fp64 inputs keep it exact) and 1 - eps computed in that precision, 0 elsewhere (clamp);
+// for eps < 0 or NaN, [0, 1] with NaN elsewhere. "Elsewhere" includes x = NaN, as the NPU kernel selects
+// (x >= lo AND x <= hi keeps the quotient): NaN x gives 0 when eps >= 0 and NaN otherwise.
 struct LogitGradBounds {
   bool clamp;
   double lo, hi;
@@ -113,7 +117,7 @@ inline LogitGradBounds logit_grad_bounds(double eps, at::ScalarType x_dtype) {
 // style ("npu_ext.<op>: <arg> ..."). These checks read sizes through sym_sizes(), so the Meta kernels also
 // work on fake tensors with symbolic shapes (torch.compile dynamic shapes, torch.export).
 
-// gelu(self, approximate): self fp16/bf16/fp32 (fp64 off-NPU), any shape.
+// gelu(self, approximate): self fp16/bf16/fp32 (fp64 off-NPU), rank <= 8 (gelu_backward_v2's limit).
 GeluApproximate check_gelu(const at::Tensor& self, c10::string_view approximate);
 
 // prelu(self, weight): weight has self's dtype and device, 1 or C elements (C = self.size(1) if
@@ -135,10 +139,10 @@ FullyMasked check_scaled_masked_softmax(const at::Tensor& x, const at::Tensor& m
                                         c10::string_view fully_masked);
 
 // grouped_bias_add(x, bias, group_idx, group_idx_type, probs): with group_idx (int32/int64, 1-D, G <= 2048
-// entries) x is (N, H) and bias (G, H); without it x is (G, C, H) and bias (G, H) or (G, 1, H). bias has
-// x's dtype and device. probs (optional): one weight per row of x, shape x.shape[:-1] or x.shape[:-1] + [1],
-// any supported floating dtype, on x's device; out = x + probs * bias[group]. The group_idx values are checked
-// by group_offsets("grouped_bias_add", "x", ...).
+// entries) x is (N, H) with N <= INT32_MAX and bias (G, H); without it x is (G, C, H) and bias (G, H) or
+// (G, 1, H). bias has x's dtype and device. probs (optional): one weight per row of x, shape x.shape[:-1] or
+// x.shape[:-1] + [1], any supported floating dtype, on x's device; out = x + probs * bias[group]. The
+// group_idx values are checked by group_offsets("grouped_bias_add", "x", ...).
 void check_grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
                             int64_t group_idx_type, const c10::optional<at::Tensor>& probs);
 

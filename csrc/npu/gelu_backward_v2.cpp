@@ -13,7 +13,14 @@ namespace {
 constexpr const char* kOp = "gelu_backward_v2";
 
 const npu::AclnnApi& api() {
-  static const npu::AclnnApi a(kOp, "aclnnGeluBackwardV2", npu::SocNeed::Any);
+  static const npu::AclnnApi a(kOp, "aclnnGeluBackwardV2", npu::SocNeed::Any,
+                               [](const npu::AclnnApi& api, c10::Device device) {
+                                 at::Tensor g = npu::probe_tensor(device, {16}), x = npu::probe_tensor(device, {16});
+                                 at::Tensor gi = npu::probe_tensor(device, {16});
+                                 char mode[] = "none";
+                                 char* mode_arg = mode;
+                                 return npu::probe_launch(api, g, x, mode_arg, gi);
+                               });
   return a;
 }
 
@@ -29,7 +36,7 @@ void run(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view
   if (grad_input.numel() == 0) return;
   npu::OutSlot out(grad_input, npu::OutWrite::Strided, {grad_output, self});
   npu::run_op(
-      api(),
+      api(), grad_output.device(),
       [&] {
         at::Tensor g = grad_output.to(meta.grad_input.dtype);  // the same tensor when the dtype already matches
         at::Tensor x = self.to(meta.grad_input.dtype);

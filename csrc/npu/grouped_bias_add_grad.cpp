@@ -2,12 +2,15 @@
 //   group_idx_type 0 (cumulative end offsets) or no group_idx: aclnnGroupedBiasAddGrad(gradY, groupIdxOptional, out)
 //   group_idx_type 1 (per-group counts):                       aclnnGroupedBiasAddGradV2(gradY, groupIdxOptional,
 //                                                                                         int64 groupIdxType, out)
-// Both copy into a strided `out` themselves; kernels exist on Atlas A2/A3 and Ascend950 only, and V2 only from
-// CANN 8.5: without V2, counts are turned into cumulative ends (from the validated host offsets) for V1.
+// Both copy into a strided `out` themselves; kernels exist on Atlas A2/A3 and Ascend950 only (Ascend950 since
+// 2026-03, and an older CANN had A2 only: there the launch fails with 561000, leaving `out` unwritten, which the
+// probe turns into the CPU fallback), and V2 only from CANN 8.5: without V2, counts are turned into cumulative
+// ends (from the validated host offsets) for V1.
 // aclnn checks none of the group_idx values (and reads out of bounds on bad ones), so a host copy of group_idx
-// is validated by the shared group_offsets() before the call. The A2 kernel zero-fills empty groups; the output
-// is still zero-filled first when some group is empty (a cheap guard for kernels not audited), and always when
-// grad_y is empty (aclnn returns early then and leaves `out` untouched).
+// is validated by the shared group_offsets() before the call. The A2/A3 and Ascend950 kernels zero-fill empty
+// groups (ops-math arch32 unequal_c.h, arch35 cut_h.h / cut_gh.h); the output is still zero-filled first when some
+// group is empty (a cheap guard while this is unconfirmed on hardware), and always when grad_y is empty (aclnn
+// returns early then and leaves `out` untouched).
 #include "npu/npu_common.h"
 
 #include <vector>
@@ -17,13 +20,27 @@ namespace {
 
 constexpr const char* kOp = "grouped_bias_add_grad";
 
+// The probes: a 3-D grad_y without group_idx (no index values to set up), into a (G, H) out.
 const npu::AclnnApi& api_v1() {
-  static const npu::AclnnApi a(kOp, "aclnnGroupedBiasAddGrad", npu::SocNeed::A2A3Ascend950);
+  static const npu::AclnnApi a(kOp, "aclnnGroupedBiasAddGrad", npu::SocNeed::A2A3Ascend950,
+                               [](const npu::AclnnApi& api, c10::Device device) {
+                                 at::Tensor gy = npu::probe_tensor(device, {1, 2, 16});
+                                 c10::optional<at::Tensor> no_group_idx;
+                                 at::Tensor out = npu::probe_tensor(device, {1, 16});
+                                 return npu::probe_launch(api, gy, no_group_idx, out);
+                               });
   return a;
 }
 
 const npu::AclnnApi& api_v2() {
-  static const npu::AclnnApi a(kOp, "aclnnGroupedBiasAddGradV2", npu::SocNeed::A2A3Ascend950);
+  static const npu::AclnnApi a(kOp, "aclnnGroupedBiasAddGradV2", npu::SocNeed::A2A3Ascend950,
+                               [](const npu::AclnnApi& api, c10::Device device) {
+                                 at::Tensor gy = npu::probe_tensor(device, {1, 2, 16});
+                                 c10::optional<at::Tensor> no_group_idx;
+                                 int64_t type = 0;
+                                 at::Tensor out = npu::probe_tensor(device, {1, 16});
+                                 return npu::probe_launch(api, gy, no_group_idx, type, out);
+                               });
   return a;
 }
 
@@ -56,10 +73,11 @@ void run(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx, i
   if (v.has_empty_group || grad_y.numel() == 0) slot.target().zero_();
   if (grad_y.numel() != 0) {
     const bool counts = group_idx.has_value() && group_idx_type == 1;
-    const bool use_v2 = counts && (api_v2().available() || !api_v1().available());
+    const c10::Device device = grad_y.device();
+    const bool use_v2 = counts && (api_v2().available(device) || !api_v1().available(device));
     const npu::AclnnApi& api = use_v2 ? api_v2() : api_v1();
     npu::run_op(
-        api,
+        api, device,
         [&] {
           if (use_v2) {
             int64_t type = group_idx_type;

@@ -1,7 +1,10 @@
 // npu_ext::logit_grad on the NPU (PrivateUse1): aclnnLogitGrad(x, dy, double eps, out). Note: x before dy.
 // The generated aclnnLogitGrad makes only its inputs contiguous and writes `out` densely from its storage
 // offset, so a non-contiguous `.out` is computed into a temporary and copied back. Kernels exist on Atlas
-// A2/A3 and Ascend950 only (ops-nn loss/logit_grad/op_host/logit_grad_def.cpp).
+// A2/A3 and Ascend950 only (ops-nn loss/logit_grad/op_host/logit_grad_def.cpp; Ascend950 since 2026-02: an older
+// CANN's phase 1 fails there with 561003, which the probe turns into the CPU fallback). The kernel keeps the
+// quotient only where eps <= x <= 1 - eps (or 0 <= x <= 1) and selects the fill elsewhere, NaN x included: the
+// CPU kernel does the same (README "Semantics notes").
 #include "npu/npu_common.h"
 
 namespace npu_ext {
@@ -10,7 +13,13 @@ namespace {
 constexpr const char* kOp = "logit_grad";
 
 const npu::AclnnApi& api() {
-  static const npu::AclnnApi a(kOp, "aclnnLogitGrad", npu::SocNeed::A2A3Ascend950);
+  static const npu::AclnnApi a(kOp, "aclnnLogitGrad", npu::SocNeed::A2A3Ascend950,
+                               [](const npu::AclnnApi& api, c10::Device device) {
+                                 at::Tensor x = npu::probe_tensor(device, {16}), dy = npu::probe_tensor(device, {16});
+                                 at::Tensor dx = npu::probe_tensor(device, {16});
+                                 double eps = -1.0;
+                                 return npu::probe_launch(api, x, dy, eps, dx);
+                               });
   return a;
 }
 
@@ -25,7 +34,7 @@ void run(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor
   if (dx.numel() == 0) return;  // nothing to compute
   npu::OutSlot out(dx, npu::OutWrite::Dense, {x, dy});
   npu::run_op(
-      api(), [&] { npu::launch(api(), x, dy, eps, out.target()); },
+      api(), x.device(), [&] { npu::launch(api(), x, dy, eps, out.target()); },
       [&] {
         static const auto cpu =
             npu::cpu_op<at::Tensor(const at::Tensor&, const at::Tensor&, double)>("npu_ext::logit_grad");

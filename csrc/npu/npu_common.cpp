@@ -5,11 +5,13 @@
 #include <acl/acl_rt.h>  // aclrtGetSocName, aclGetRecentErrMsg (libascendcl, a dependency of libtorch_npu)
 
 #include "torch_npu/csrc/core/npu/NPUGraphsUtils.h"  // currentStreamCaptureStatusMayInitCtx (C10_NPU_API)
+#include "torch_npu/csrc/core/npu/NPUStream.h"       // npuSynchronizeDevice (C10_NPU_API)
 
 #include <ATen/MemoryOverlap.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 namespace npu_ext {
 namespace npu {
@@ -26,21 +28,31 @@ namespace {
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 }  // namespace
 
-// The SoC names torch_npu maps to SocVersion Ascend910B1..Ascend910B4_1 (A2), Ascend910_93xx (A3) and
-// Ascend950 (torch_npu/csrc/core/npu/NpuVariables.h). torch_npu's own logit_backward fallback condition
-// (op-plugin LogitBackwardKernelOpApi.cpp) accepts exactly these families.
+// torch_npu's SocVersion names (torch_npu/csrc/core/npu/NpuVariables.h: Ascend910B1..Ascend910B4_1 = A2,
+// Ascend910_93xx = A3, Ascend950), plus the names older toolchains give Ascend950 chips: Ascend910_95xx (e.g.
+// Ascend910_9579, Ascend910_9581, Ascend910_9589, Ascend910_9599; hexadecimal suffixes such as Ascend910_957c
+// too). torch_npu's own logit_backward fallback condition (op-plugin LogitBackwardKernelOpApi.cpp) knows only the
+// first three families.
+SocFamily soc_family(const std::string& soc) {
+  if (soc.empty()) return SocFamily::Unknown;
+  if (starts_with(soc, "Ascend910B")) return SocFamily::A2;
+  if (starts_with(soc, "Ascend910_93")) return SocFamily::A3;
+  if (starts_with(soc, "Ascend950") || starts_with(soc, "Ascend910_95")) return SocFamily::Ascend950;
+  return SocFamily::Other;
+}
+
 bool soc_supports(SocNeed need) {
-  const std::string& soc = soc_name();
+  const SocFamily family = soc_family(soc_name());
   switch (need) {
     case SocNeed::Any:
-      return !soc.empty();
+      return family != SocFamily::Unknown;
     case SocNeed::A2A3Ascend950:
-      return starts_with(soc, "Ascend910B") || starts_with(soc, "Ascend910_93") || starts_with(soc, "Ascend950");
+      return family == SocFamily::A2 || family == SocFamily::A3 || family == SocFamily::Ascend950;
   }
   return false;
 }
 
-AclnnApi::AclnnApi(const char* op, const char* name, SocNeed need) : op_(op), name_(name) {
+AclnnApi::AclnnApi(const char* op, const char* name, SocNeed need, Probe probe) : op_(op), name_(name), probe_(probe) {
   const std::string ws = std::string(name) + "GetWorkspaceSize";
   workspace_fn_ = GetOpApiFuncAddr(ws.c_str());
   run_fn_ = GetOpApiFuncAddr(name);
@@ -50,20 +62,67 @@ AclnnApi::AclnnApi(const char* op, const char* name, SocNeed need) : op_(op), na
   } else if (!soc_supports(need)) {
     unavailable_ = std::string(name) + " has no kernel for this SoC (" +
                    (soc_name().empty() ? std::string("unknown") : soc_name()) +
-                   "; it needs an Atlas A2/A3 (Ascend910B*, Ascend910_93*) or Ascend950)";
+                   "; it needs an Atlas A2/A3 (Ascend910B*, Ascend910_93*) or Ascend950 (Ascend950*, Ascend910_95*))";
   }
 }
 
-void AclnnApi::before_cpu_fallback() const {
+bool AclnnApi::available(c10::Device device) const {
+  if (!unavailable_.empty()) return false;
+  const uint8_t state = state_[slot(device)].load(std::memory_order_acquire);
+  if (state == kAvailable) return true;
+  if (state == kNoKernel) return false;
+  return probe_device(device);
+}
+
+bool AclnnApi::probe_device(c10::Device device) const {
+  std::lock_guard<std::mutex> lock(probe_mu_);
+  std::atomic<uint8_t>& state = state_[slot(device)];
+  if (state.load(std::memory_order_relaxed) != kUnprobed) return state.load(std::memory_order_relaxed) == kAvailable;
+  check_not_capturing(op_, ("the one-time probe of " + std::string(name_) + "'s kernel on this device").c_str());
+  const ProbeResult r = probe_(*this, device);
+  if (r.status == 0) {
+    state.store(kAvailable, std::memory_order_release);
+    return true;
+  }
+  const char* phase = r.phase == 1 ? "GetWorkspaceSize" : "'s launch";
+  TORCH_CHECK(r.status >= 561000 && r.status < 562000, "npu_ext.", op_, ": the one-time probe call of ", name_,
+              " (a small valid call, to find out whether this CANN has its kernel for this SoC) failed in ", name_,
+              phase, " with status ", r.status, " (", status_name(r.status), "); this is a bug of npu_ext, "
+              "please report it");
+  no_kernel_[device.index()] = std::string(name_) + " has no kernel for this SoC (" +
+                               (soc_name().empty() ? std::string("unknown") : soc_name()) +
+                               ") in the installed CANN (a one-time probe call failed in " + name_ + phase +
+                               " with status " + std::to_string(r.status) + ", " + status_name(r.status) + ")";
+  state.store(kNoKernel, std::memory_order_release);
+  return false;
+}
+
+std::string AclnnApi::unavailable(c10::Device device) const {
+  if (!unavailable_.empty()) return unavailable_;
+  std::lock_guard<std::mutex> lock(probe_mu_);
+  const auto it = no_kernel_.find(device.index());
+  return it == no_kernel_.end() ? std::string() : it->second;
+}
+
+void AclnnApi::before_cpu_fallback(const std::string& why) const {
   const char* env = std::getenv("NPU_EXT_NO_CPU_FALLBACK");
-  TORCH_CHECK(env == nullptr || std::strcmp(env, "1") != 0, "npu_ext.", op_, ": ", unavailable_,
+  TORCH_CHECK(env == nullptr || std::strcmp(env, "1") != 0, "npu_ext.", op_, ": ", why,
               ", and NPU_EXT_NO_CPU_FALLBACK=1 forbids running it on the CPU instead");
-  std::call_once(warned_, [this] {
-    TORCH_WARN("npu_ext.", op_, ": ", unavailable_,
+  static std::mutex mu;
+  static std::set<std::string> warned;  // per operator (grouped_bias_add_grad has two entry points)
+  bool first;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    first = warned.insert(op_).second;
+  }
+  if (first) {
+    TORCH_WARN("npu_ext.", op_, ": ", why,
                "; running the CPU kernel on host copies instead (slow; warned once per operator; "
                "NPU_EXT_NO_CPU_FALLBACK=1 makes this an error)");
-  });
+  }
 }
+
+void synchronize_device() { c10_npu::npuSynchronizeDevice(true); }
 
 void check_not_capturing(const char* op, const char* what) {
   TORCH_CHECK(c10_npu::currentStreamCaptureStatusMayInitCtx() == c10_npu::CaptureStatus::None, "npu_ext.", op, ": ",
@@ -71,16 +130,19 @@ void check_not_capturing(const char* op, const char* what) {
               "(aclgraph, torch.compile mode=\"reduce-overhead\"): call it outside the captured region");
 }
 
-namespace {
 const char* status_name(int status) {
-  switch (status) {
+  switch (status) {  // opbase include/nnopbase/opdev/op_errno.h
+    case -1: return "no executor";
     case 161001: return "ACLNN_ERR_PARAM_NULLPTR";
     case 161002: return "ACLNN_ERR_PARAM_INVALID";
     case 361001: return "ACLNN_ERR_RUNTIME_ERROR";
+    case 561000: return "ACLNN_ERR_INNER";
+    case 561002: return "ACLNN_ERR_INNER_TILING_ERROR";
+    case 561003: return "ACLNN_ERR_INNER_FIND_KERNEL_ERROR";
+    case 561103: return "ACLNN_ERR_INNER_NULLPTR";
     default: return status >= 561000 && status < 562000 ? "ACLNN_ERR_INNER" : "aclnn error";
   }
 }
-}  // namespace
 
 void throw_rejected(const AclnnApi& api, int status) {
   TORCH_CHECK(status != 0, "npu_ext.", api.op(), ": ", api.name(),

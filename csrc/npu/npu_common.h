@@ -4,8 +4,9 @@
 //   1. validate  - the shared check (common/checks.h) returns the full output spec, plus the NPU dtype guard;
 //   2. outputs   - OutSlot: the caller's output itself when aclnn writes it correctly, else a contiguous
 //                  temporary (aclnn ops that ignore strides, outputs overlapping an input, aclnn's own shapes);
-//   3. call      - run_op(): aclnn through launch() when the entry point exists and the SoC supports it,
-//                  else the CPU kernel on host copies (one warning; NPU_EXT_NO_CPU_FALLBACK=1 makes it an error);
+//   3. call      - run_op(): aclnn through launch() when the entry point exists, the SoC is one the operator
+//                  supports and a one-time probe call on the device found its kernel, else the CPU kernel on
+//                  host copies (one warning; NPU_EXT_NO_CPU_FALLBACK=1 makes it an error);
 //   4. copy-back - OutSlot::finish() copies a temporary into the caller's output.
 //
 // launch() is EXEC_NPU_CMD_EXT's V1 sequence (op-plugin op_api_common_base.h in torch_npu 2.13) with one
@@ -15,7 +16,8 @@
 // functions that header declares TORCH_NPU_API (exported by libtorch_npu.so): GetOpApiFuncAddr, ConvertTypes /
 // ReleaseConvertTypes, InitExecCommonCtx, GetAclStream, hit_cache_ext, GetWorkSpaceAddr, RunAclCall (the
 // task queue: OpCommand::RunOpApiV2), ExecuteApiFunc, InitExecSubTheadCtx, ReleaseExecCommonCtx,
-// UnInitExecCommonCtx, plus c10_npu::GetDeterministicLevel / ApplyDeterministicLevel and aclrtGetSocName.
+// UnInitExecCommonCtx, plus c10_npu::GetDeterministicLevel / ApplyDeterministicLevel, aclrtGetSocName and (for
+// the probes) c10_npu::npuSynchronizeDevice.
 //
 // The same sources compile against the real torch_npu headers (setup.py, tools/npu_compile_check.sh) and
 // against the host stand-in in tests/npu_stub/include, which declares the same functions with the same
@@ -27,7 +29,12 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <array>
+#include <atomic>
+#include <cstdint>
 #include <initializer_list>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -47,32 +54,65 @@ enum class SocNeed {
   A2A3Ascend950,  // Atlas A2 (Ascend910B*), A3 (Ascend910_93*) and Ascend950 only
 };
 
+// The SoC families the operators' kernel configs name, from the name aclrtGetSocName() reports. Ascend950 chips
+// are "Ascend950PR_*" / "Ascend950DT_*", and "Ascend910_95*" (e.g. Ascend910_9579, Ascend910_9589) in older
+// toolchains: the same SocVersion (opbase platform.h: ASCEND950 = ASCEND910_95).
+enum class SocFamily { Unknown, A2, A3, Ascend950, Other };
+SocFamily soc_family(const std::string& soc_name);
+
 // aclrtGetSocName() as torch_npu reads it ("" when unknown).
 const std::string& soc_name();
 bool soc_supports(SocNeed need);
 
-// One aclnn entry point (aclnnXxx + aclnnXxxGetWorkspaceSize), probed once, when first used: both symbols are
-// looked up with torch_npu's GetOpApiFuncAddr (custom op libs, libopapi.so, then the aclnn feature libs), and
-// the SoC is checked. `unavailable` says why the op cannot run on this machine (empty when it can).
+class AclnnApi;
+
+// What a probe call did: status 0 when both phases ran; else the failing status and its phase (1: GetWorkspaceSize,
+// with status -1 when it returned 0 but no executor; 2: the queued launch).
+struct ProbeResult {
+  int status = 0;
+  int phase = 0;
+};
+
+// One aclnn entry point (aclnnXxx + aclnnXxxGetWorkspaceSize). Both symbols are looked up once, when first used,
+// with torch_npu's GetOpApiFuncAddr (custom op libs, libopapi.so, then the aclnn feature libs), and the SoC is
+// checked. Then, once per device, `probe` runs one tiny valid call of the entry point through both phases and
+// synchronises (probe_launch): a CANN can have the entry point but no kernel for this SoC (a config added later,
+// e.g. the Ascend950 ones of LogitGrad, ScaledMaskedSoftmaxGradV2 and GroupedBiasAddGrad in 2026; older
+// GroupedBiasAddGrad had A2 only). The generated operators then fail phase 1 with 561003
+// (ACLNN_ERR_INNER_FIND_KERNEL_ERROR); the hand-written GroupedBiasAddGrad passes phase 1 and fails its launch
+// with 561000, reported later by the task queue with the output unwritten. Any 561xxx (ACLNN_ERR_INNER*) from
+// the probe makes the operator unavailable on that device, like a missing entry point; another failing status
+// is a bug of the probe and raises.
 class AclnnApi {
  public:
-  AclnnApi(const char* op, const char* name, SocNeed need);
+  using Probe = ProbeResult (*)(const AclnnApi& api, c10::Device device);
+  AclnnApi(const char* op, const char* name, SocNeed need, Probe probe);
   const char* op() const { return op_; }
   const char* name() const { return name_; }
   void* workspace_fn() const { return workspace_fn_; }
   void* run_fn() const { return run_fn_; }
-  bool available() const { return unavailable_.empty(); }
-  const std::string& unavailable() const { return unavailable_; }
-  // The one-time CPU-fallback warning, or the error when NPU_EXT_NO_CPU_FALLBACK=1.
-  void before_cpu_fallback() const;
+  // Whether the operator runs on `device` (probed on the first call there; the probe needs the host, so it
+  // raises while the stream is being captured into a graph).
+  bool available(c10::Device device) const;
+  // Why it does not (after available(device) returned false).
+  std::string unavailable(c10::Device device) const;
+  // The CPU-fallback warning (once per operator), or the error when NPU_EXT_NO_CPU_FALLBACK=1.
+  void before_cpu_fallback(const std::string& why) const;
 
  private:
+  enum State : uint8_t { kUnprobed = 0, kAvailable = 1, kNoKernel = 2 };
+  bool probe_device(c10::Device device) const;
+  static size_t slot(c10::Device device) { return static_cast<uint8_t>(device.index()); }
+
   const char* op_;
   const char* name_;
+  Probe probe_;
   void* workspace_fn_ = nullptr;
   void* run_fn_ = nullptr;
-  std::string unavailable_;
-  mutable std::once_flag warned_;
+  std::string unavailable_;  // symbols or SoC: the same on every device
+  mutable std::array<std::atomic<uint8_t>, 256> state_{};  // per device index
+  mutable std::mutex probe_mu_;
+  mutable std::map<int, std::string> no_kernel_;  // per device index, under probe_mu_
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -80,18 +120,31 @@ class AclnnApi {
 
 [[noreturn]] void throw_rejected(const AclnnApi& api, int status);
 
-// Runs api with the given arguments (tensors, optional tensors, double, bool, int64_t, char*; lvalues).
-// Phase 1 (GetWorkspaceSize) runs here and its status is checked; phase 2 goes through torch_npu's task
-// queue (RunAclCall), exactly as EXEC_NPU_CMD_EXT's V1 path.
-template <typename... Ts>
-void launch(const AclnnApi& api, Ts&... args) {
+// A status's name (op_errno.h), for messages.
+const char* status_name(int status);
+
+// Waits until every queued task has run (torch_npu's task queue and the device): c10_npu::npuSynchronizeDevice.
+void synchronize_device();
+
+namespace detail {
+// Phase 1 (GetWorkspaceSize) on the calling thread; when it returns an executor, phase 2 is queued on torch_npu's
+// task queue (RunAclCall), exactly as EXEC_NPU_CMD_EXT's V1 path, and `report(status)` inside the queued task
+// turns phase 2's status into what the task reports to the queue. Returns phase 1's status; `queued` says whether
+// phase 2 was queued. The call is first looked up in torch_npu's executor cache: a hit queues the cached
+// executor's phase 2 (accepted before, on this device and stream), without `report`.
+template <typename Report, typename... Ts>
+int queue_call(const AclnnApi& api, bool& queued, Report report, Ts&... args) {
+  queued = false;
   aclrtStream acl_stream = GetAclStream();
   const uint32_t level = c10_npu::GetDeterministicLevel();
   at_npu::native::ApplyDeterministicLevel(static_cast<int64_t>(level), at::globalContext().deterministicAlgorithms(),
                                           true);
   // torch_npu's executor cache: a hit queues the cached executor's phase 2 (it was accepted before). As in
   // op_api_common.h's EXEC_NPU_CMD_V1, the cache is looked up before the thread-local memory context is set up.
-  if (hit_cache_ext(acl_stream, api.name(), api.run_fn(), level, args...)) return;
+  if (hit_cache_ext(acl_stream, api.name(), api.run_fn(), level, args...)) {
+    queued = true;
+    return 0;
+  }
   InitExecCommonCtx();
   uint64_t workspace_size = 0;
   uint64_t* workspace_size_addr = &workspace_size;
@@ -103,19 +156,56 @@ void launch(const AclnnApi& api, Ts&... args) {
   if (status != 0 || executor == nullptr) {
     ReleaseConvertTypes(converted_params);
     UnInitExecCommonCtx();
-    throw_rejected(api, status);
+    return status;
   }
   void* workspace_addr = GetWorkSpaceAddr(workspace_size);
   void* run_fn = api.run_fn();
-  auto acl_call = [converted_params, workspace_addr, workspace_size, acl_stream, executor, run_fn]() -> int {
+  auto acl_call = [converted_params, workspace_addr, workspace_size, acl_stream, executor, run_fn, report]() -> int {
     InitExecSubTheadCtx(acl_stream);
     const int ret = ExecuteApiFunc(run_fn, acl_stream, workspace_addr, workspace_size, executor);
     ReleaseConvertTypes(converted_params);
     ReleaseExecCommonCtx();
-    return ret;
+    return report(ret);
   };
   RunAclCall(api.name(), acl_call);
   UnInitExecCommonCtx();
+  queued = true;
+  return 0;
+}
+}  // namespace detail
+
+// Runs api with the given arguments (tensors, optional tensors, double, bool, int64_t, char*; lvalues).
+// Phase 1 (GetWorkspaceSize) runs here and its status is checked; phase 2 goes through torch_npu's task
+// queue (RunAclCall), exactly as EXEC_NPU_CMD_EXT's V1 path.
+template <typename... Ts>
+void launch(const AclnnApi& api, Ts&... args) {
+  bool queued = false;
+  const int status = detail::queue_call(api, queued, [](int ret) { return ret; }, args...);
+  if (!queued) throw_rejected(api, status);
+}
+
+// A zero-filled tensor for a probe call.
+inline at::Tensor probe_tensor(c10::Device device, at::IntArrayRef shape, at::ScalarType dtype = at::kFloat) {
+  return at::zeros(shape, at::TensorOptions().dtype(dtype).device(device));
+}
+
+// An AclnnApi probe's call: launch()'s sequence, synchronised; the phase-2 status is caught inside the queued
+// task, which reports success to the queue, so nothing fails later at an unrelated operation.
+template <typename... Ts>
+ProbeResult probe_launch(const AclnnApi& api, Ts&... args) {
+  auto phase2 = std::make_shared<std::atomic<int>>(0);
+  bool queued = false;
+  const int status = detail::queue_call(
+      api, queued,
+      [phase2](int ret) {
+        phase2->store(ret);
+        return 0;
+      },
+      args...);
+  if (!queued) return {status == 0 ? -1 : status, 1};  // -1: status 0 but no executor
+  synchronize_device();
+  const int ret = phase2->load();
+  return {ret, ret == 0 ? 0 : 2};
 }
 
 // Host work (a copy to the host, a CPU kernel) cannot be part of an NPU graph: during a capture (aclgraph,
@@ -123,17 +213,18 @@ void launch(const AclnnApi& api, Ts&... args) {
 // Raises "npu_ext.<op>: <what> ..." while the current stream is being captured.
 void check_not_capturing(const char* op, const char* what);
 
-// Step 3 of every op: aclnn when available, else the CPU kernel (cpu_fallback fills the slot targets from
-// host copies of the inputs).
+// Step 3 of every op: aclnn when available on `device`, else the CPU kernel (cpu_fallback fills the slot targets
+// from host copies of the inputs).
 template <typename Aclnn, typename Cpu>
-void run_op(const AclnnApi& api, Aclnn&& aclnn, Cpu&& cpu_fallback) {
-  if (api.available()) {
+void run_op(const AclnnApi& api, c10::Device device, Aclnn&& aclnn, Cpu&& cpu_fallback) {
+  if (api.available(device)) {
     aclnn();
-  } else {
-    check_not_capturing(api.op(), ("the CPU fallback (" + api.unavailable() + ")").c_str());
-    api.before_cpu_fallback();
-    cpu_fallback();
+    return;
   }
+  const std::string why = api.unavailable(device);
+  check_not_capturing(api.op(), ("the CPU fallback (" + why + ")").c_str());
+  api.before_cpu_fallback(why);
+  cpu_fallback();
 }
 
 // The CPU kernel of an npu_ext op, called through the dispatcher on host tensors.

@@ -14,7 +14,15 @@ namespace {
 constexpr const char* kOp = "prelu_backward";
 
 const npu::AclnnApi& api() {
-  static const npu::AclnnApi a(kOp, "aclnnPreluBackward", npu::SocNeed::Any);
+  static const npu::AclnnApi a(kOp, "aclnnPreluBackward", npu::SocNeed::Any,
+                               [](const npu::AclnnApi& api, c10::Device device) {
+                                 at::Tensor g = npu::probe_tensor(device, {2, 8});
+                                 at::Tensor x = npu::probe_tensor(device, {2, 8});
+                                 at::Tensor w = npu::probe_tensor(device, {8});
+                                 at::Tensor gi = npu::probe_tensor(device, {2, 8});
+                                 at::Tensor gw = npu::probe_tensor(device, {8});
+                                 return npu::probe_launch(api, g, x, w, gi, gw);
+                               });
   return a;
 }
 
@@ -35,8 +43,16 @@ void run(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor
   const std::vector<int64_t> gw_shape = weight.numel() != 1 ? std::vector<int64_t>{weight.numel()} : weight.sizes().vec();
   npu::OutSlot gi(grad_input, npu::OutWrite::Strided, {grad_output, self, weight});
   npu::OutSlot gw(grad_weight, npu::OutWrite::Strided, {grad_output, self, weight, grad_input}, gw_shape);
+  // aclnn reshapes a 1-D self to (1, N) but passes a 0-dim one on to kernels that index its dimension 1 (the
+  // TBE kernel's weight broadcast, the Ascend950 tiling): a 0-dim self (and then grad_output and grad_input,
+  // which have its shape) goes to aclnn as the same single element viewed as [1].
+  const auto as_aclnn = [&](const at::Tensor& t) { return self.dim() == 0 ? t.view({1}) : t; };
   npu::run_op(
-      api(), [&] { npu::launch(api(), grad_output, self, weight, gi.target(), gw.target()); },
+      api(), self.device(),
+      [&] {
+        at::Tensor g = as_aclnn(grad_output), x = as_aclnn(self), gi_target = as_aclnn(gi.target());
+        npu::launch(api(), g, x, weight, gi_target, gw.target());
+      },
       [&] {
         static const auto cpu =
             npu::cpu_op<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&)>(

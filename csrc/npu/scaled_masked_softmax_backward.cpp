@@ -12,7 +12,16 @@ namespace {
 constexpr const char* kOp = "scaled_masked_softmax_backward";
 
 const npu::AclnnApi& api() {
-  static const npu::AclnnApi a(kOp, "aclnnScaledMaskedSoftmaxBackward", npu::SocNeed::A2A3Ascend950);
+  static const npu::AclnnApi a(
+      kOp, "aclnnScaledMaskedSoftmaxBackward", npu::SocNeed::A2A3Ascend950,
+      [](const npu::AclnnApi& api, c10::Device device) {
+        at::Tensor g = npu::probe_tensor(device, {1, 1, 1, 16}), y = npu::probe_tensor(device, {1, 1, 1, 16});
+        at::Tensor mask = npu::probe_tensor(device, {1, 1, 1, 16}, at::kBool);
+        at::Tensor out = npu::probe_tensor(device, {1, 1, 1, 16});
+        double scale = 1.0;
+        bool fix_triu_mask = false;
+        return npu::probe_launch(api, g, y, mask, scale, fix_triu_mask, out);
+      });
   return a;
 }
 
@@ -28,7 +37,7 @@ void run(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& m
   if (out.numel() == 0) return;
   npu::OutSlot slot(out, npu::OutWrite::Dense, {grad_output, y, fix_triu_mask ? at::Tensor() : mask});
   npu::run_op(
-      api(),
+      api(), grad_output.device(),
       [&] {
         at::Tensor used_mask =
             fix_triu_mask ? at::ones({1, 1, grad_output.size(2), grad_output.size(3)},

@@ -5,7 +5,8 @@
 //   aclnnStatus aclnnXxx(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
 //
 // Status codes as the real operators: 0 success, 161001 (ACLNN_ERR_PARAM_NULLPTR) for a null required
-// argument, 161002 (ACLNN_ERR_PARAM_INVALID) for an invalid one (dtype, rank, shape, descriptor, option).
+// argument, 161002 (ACLNN_ERR_PARAM_INVALID) for an invalid one (dtype, rank, shape, descriptor, option),
+// 561xxx (ACLNN_ERR_INNER*) for internal failures (opbase include/nnopbase/opdev/op_errno.h).
 // Tensors are read and written ONLY through their aclTensor descriptors (view sizes, strides and offset in
 // elements, dtype code, storage base pointer), so a wrong argument order, dtype code or stride shows up as a
 // wrong result or a non-zero status.
@@ -24,10 +25,29 @@
 //     561103 instead when that would run past the storage, to keep the host process intact);
 //   * GeluBackwardV2 promotes gradOutput/self with aclnn's PromoteType (no 0-dim rule) and rejects a promoted
 //     dtype other than gradInput's;
-//   * the SoC ($NPU_EXT_STANDIN_SOC, default Ascend910B3 = Atlas A2): bf16 only on A2/A3/Ascend950 for
-//     GeluBackwardV2 and on A2/A3 for PreluBackward (161002 otherwise); GroupedBiasAddGrad(V2),
-//     ScaledMaskedSoftmaxBackward and LogitGrad have kernels on A2/A3/Ascend950 only (561103 otherwise);
-//   * GroupedBiasAddGrad zero-fills empty groups (the A2 kernel does);
+//   * the SoC ($NPU_EXT_STANDIN_SOC, default Ascend910B3 = Atlas A2; A3 = Ascend910_93*; Ascend950 =
+//     Ascend950PR_* / Ascend950DT_*, or Ascend910_95* as older toolchains name the same chips): bf16 only on
+//     A2/A3/Ascend950 for GeluBackwardV2 and, for PreluBackward, on SocVersion ASCEND910B..ASCEND910E, which
+//     includes ASCEND950 = ASCEND910_95 (opbase platform.h) (161002 otherwise);
+//   * kernels per SoC: the kernels (L0 ops) GroupedBiasAddGrad, ScaledMaskedSoftmaxGradV2 and LogitGrad exist
+//     on A2/A3/Ascend950 only (ScaledMaskedSoftmaxGradV2 also on Ascend310P), GeluGradV2 and PReluGradUpdate
+//     everywhere; $NPU_EXT_STANDIN_NO_KERNEL (comma-separated kernel names) removes some for this SoC, as an
+//     older CANN whose op package predates the SoC's config (e.g. the ascend950 configs of 2026-01..03). A
+//     missing kernel fails as the real framework does: the generated operators (LogitGrad,
+//     ScaledMaskedSoftmaxGradV2, and here also GeluGradV2 / PReluGradUpdate) in phase 1 with 561003
+//     (ACLNN_ERR_INNER_FIND_KERNEL_ERROR); the hand-written GroupedBiasAddGrad passes phase 1 and its launch
+//     (phase 2) returns 561000 (ACLNN_ERR_INNER) without writing the output;
+//   * GroupedBiasAddGrad zero-fills empty groups (A2/A3 and Ascend950 kernels);
+//   * LogitGrad keeps the quotient only where x >= lo and x <= hi and selects the fill (0 for eps >= 0, else NaN)
+//     elsewhere, a NaN x included (ops-nn loss/logit_grad/op_kernel/logit_grad.h);
+//   * PreluBackward as two kernels per SoC family: on Ascend950 the AscendC PReluGradUpdate computes in the dtype
+//     (grad_input = x > 0 ? g : w g; update = x > 0 ? 0 : x g, each rounded to the dtype); elsewhere the TBE
+//     kernel computes in fp32 (grad_input = (x > 0 ? 1 + 0 w : 0 + 1 w) g, rounded to the dtype as dx; update =
+//     (x > 0 ? 0 x : 1 x) g + 0 dx, rounded to the dtype), so an infinite or NaN grad_input, or x = +inf, makes
+//     its update NaN. PReluGradReduce then sums the updates in fp32 and rounds once. A 0-dim self (which aclnn
+//     does not reshape, unlike a 1-D one) fails phase 1 with 561002 (ACLNN_ERR_INNER_TILING_ERROR: the kernels
+//     index its dimension 1; inferred, not confirmed on hardware);
+//   * GeluBackwardV2 rejects inputs of more than 8 dimensions (161002; aclnn documents 0-8);
 //   * a rejected phase 1 leaves the executor null; phase 2 with a null executor returns 161001.
 //
 // Test hooks (not aclnn API): standin_calls(name) counts entry-point calls per name (both phases) and
@@ -47,7 +67,10 @@ namespace {
 constexpr int kSuccess = 0;
 constexpr int kNullptr = 161001;
 constexpr int kInvalid = 161002;
-constexpr int kInternal = 561103;
+constexpr int kInner = 561000;           // ACLNN_ERR_INNER: a kernel launch that failed
+constexpr int kTilingError = 561002;     // ACLNN_ERR_INNER_TILING_ERROR
+constexpr int kFindKernelError = 561003;  // ACLNN_ERR_INNER_FIND_KERNEL_ERROR
+constexpr int kInternal = 561103;        // ACLNN_ERR_INNER_NULLPTR (the stand-in refusing an out-of-bounds access)
 
 enum DType : int32_t { F32 = 0, F16 = 1, I32 = 3, I64 = 9, F64 = 11, BOOL = 12, BF16 = 27 };
 constexpr int64_t kMaxDims = 8;
@@ -90,8 +113,26 @@ std::string soc() {
 }
 
 bool soc_is(const char* prefix) { return soc().rfind(prefix, 0) == 0; }
+bool soc_950() { return soc_is("Ascend950") || soc_is("Ascend910_95"); }
 bool soc_a2_a3() { return soc_is("Ascend910B") || soc_is("Ascend910_93"); }
-bool soc_a2_a3_950() { return soc_a2_a3() || soc_is("Ascend950"); }
+bool soc_a2_a3_950() { return soc_a2_a3() || soc_950(); }
+
+// Whether the installed op package has a kernel of this L0 op for the SoC (see the header comment).
+bool has_kernel(const std::string& kernel) {
+  const char* env = std::getenv("NPU_EXT_STANDIN_NO_KERNEL");
+  if (env != nullptr) {
+    std::string list = std::string(",") + env + ",";
+    if (list.find("," + kernel + ",") != std::string::npos) return false;
+  }
+  if (kernel == "GroupedBiasAddGrad" || kernel == "LogitGrad") return soc_a2_a3_950();
+  if (kernel == "ScaledMaskedSoftmaxGradV2") return soc_a2_a3_950() || soc_is("Ascend310P");
+  return true;  // GeluGradV2, PReluGradUpdate
+}
+
+// Phase 1 of a generated operator whose kernel is missing for the SoC.
+int no_kernel(const std::string& kernel) {
+  return reject(kFindKernelError, "Cannot find binary for op " + kernel + " on " + soc() + ".");
+}
 
 int64_t itemsize(int32_t dt) {
   switch (dt) {
@@ -200,6 +241,15 @@ void store(const aclTensor* t, int64_t elem, float v) {
   }
 }
 
+// v rounded to the dtype (fp16 / bf16: round to nearest even) and widened back.
+float round_to(int32_t dtype, float v) {
+  switch (dtype) {
+    case F16: return half_to_float(float_to_half(v));
+    case BF16: return bf16_to_float(float_to_bf16(v));
+    default: return v;
+  }
+}
+
 bool load_bool(const aclTensor* t, int64_t elem) { return *element(t, elem) != 0; }
 
 // A dense writer's extent: numel elements from the storage offset, whatever the strides.
@@ -255,6 +305,7 @@ struct Executor {
   virtual ~Executor() = default;
   virtual int run(void* workspace) = 0;
   uint64_t workspace_size = 0;
+  bool kernel_missing = false;  // the launch fails (561000) and writes nothing
 };
 
 int finish_phase1(Executor* e, uint64_t* workspace_size, aclOpExecutor** executor) {
@@ -269,6 +320,7 @@ int phase2(const char* name, void* workspace, uint64_t workspace_size, aclOpExec
   auto* e = reinterpret_cast<Executor*>(executor);
   if (workspace_size != e->workspace_size) { delete e; return kInvalid; }
   if (workspace_size > 0 && workspace == nullptr) { delete e; return kNullptr; }
+  if (e->kernel_missing) { delete e; return reject(kInner, std::string(name) + ": launch failed, no kernel binary."); }
   const int ret = e->run(workspace);
   delete e;
   return ret;
@@ -308,11 +360,13 @@ int32_t promote(int32_t a, int32_t b) { return a == b ? a : F32; }  // among fp1
 struct PreluExec : Executor {
   const aclTensor *g, *x, *w, *gi, *gw;
   int64_t channels;  // weight elements (1 or C)
+  bool ascendc;      // Ascend950's AscendC kernels, else the TBE kernel (A2/A3 and older SoCs)
   int run(void* workspace) override {
     if (numel(x) == 0) return kSuccess;  // like aclnn: gradWeight left untouched
     float* acc = static_cast<float*>(workspace);
     for (int64_t c = 0; c < channels; ++c) acc[c] = 0.0f;
     std::vector<int64_t> wshape = w->sizes;
+    const int32_t T = x->dtype;
     for_each_index(x->sizes, [&](const std::vector<int64_t>& idx) {
       const int64_t c = channels == 1 ? 0 : idx[1];
       // weight element c in weight's own row-major order
@@ -324,8 +378,18 @@ struct PreluExec : Executor {
       const float gv = load(g, bcast_offset(g, x->sizes, idx));
       const float xv = load(x, bcast_offset(x, x->sizes, idx));
       const float wv = load(w, woff);
-      store(gi, bcast_offset(gi, x->sizes, idx), xv > 0.0f ? gv : wv * gv);
-      if (!(xv > 0.0f)) acc[c] += xv * gv;
+      const bool pos = xv > 0.0f;
+      float dx, update;
+      if (ascendc) {  // PReluGradDxCustom / PReluGradDaCustom: Mul, Compare GT, Select, all in the dtype
+        dx = pos ? gv : round_to(T, wv * gv);
+        update = pos ? 0.0f : round_to(T, xv * gv);
+      } else {  // TBE prelu_grad_update (vcmp/vsel): fp32, dx rounded to the dtype, update += dx * 0
+        const float one_zero = pos ? 1.0f : 0.0f, zero_one = pos ? 0.0f : 1.0f;
+        dx = round_to(T, (one_zero + zero_one * wv) * gv);
+        update = round_to(T, (zero_one * xv) * gv + dx * 0.0f);
+      }
+      store(gi, bcast_offset(gi, x->sizes, idx), dx);
+      acc[c] += update;  // PReluGradReduce: the updates summed in fp32
     });
     for (int64_t c = 0; c < channels; ++c) {
       int64_t off = 0, rem = c;
@@ -420,9 +484,9 @@ struct LogitExec : Executor {
     for_each_index(x->sizes, [&](const std::vector<int64_t>& idx) {
       const float xv = load(x, bcast_offset(x, x->sizes, idx));
       const float dv = load(dy, bcast_offset(dy, x->sizes, idx));
-      float r;
-      if (xv < lo || xv > hi) r = clamp ? 0.0f : NAN;
-      else r = dv / (xv * (1.0f - xv));
+      // CompareScalar GE / LE, And, Select: a NaN x fails both comparisons and gets the fill
+      const float select_value = clamp ? 0.0f : NAN;
+      const float r = (xv >= lo && xv <= hi) ? dv / (xv * (1.0f - xv)) : select_value;
       store(out, linear++, r);  // dense from the storage offset (the generated op ignores out's strides)
     });
     return kSuccess;
@@ -468,6 +532,11 @@ int aclnnGeluBackwardV2GetWorkspaceSize(const aclTensor* gradOutput, const aclTe
                                         aclTensor* gradInput, uint64_t* workspaceSize, aclOpExecutor** executor) {
   count("aclnnGeluBackwardV2GetWorkspaceSize");
   if (!gradOutput || !self || !approximate || !gradInput || !workspaceSize || !executor) return kNullptr;
+  for (const aclTensor* t : {gradOutput, self, static_cast<const aclTensor*>(gradInput)}) {
+    if (t->sizes.size() > static_cast<size_t>(kMaxDims))
+      return reject(kInvalid, "GeluBackwardV2 supports 0-8 dimensions, but got " +
+                                  std::to_string(t->sizes.size()) + ".");
+  }
   if (!valid(gradOutput) || !valid(self) || !valid(gradInput)) return kInvalid;
   if (!is_float(gradOutput) || !is_float(self) || !is_float(gradInput)) return kInvalid;
   const std::string mode(approximate);
@@ -480,6 +549,7 @@ int aclnnGeluBackwardV2GetWorkspaceSize(const aclTensor* gradOutput, const aclTe
   if (gradInput->dtype != promoted)
     return reject(kInvalid, "Promote dtype of GradOutput and Self is " + dtype_name(promoted) +
                                 ", not matching with gradInput " + dtype_name(gradInput->dtype) + ".");
+  if (!has_kernel("GeluGradV2")) return no_kernel("GeluGradV2");
   auto* e = new GeluExec;
   e->g = gradOutput; e->x = self; e->out = gradInput; e->tanh_mode = mode == "tanh";
   return finish_phase1(e, workspaceSize, executor);
@@ -501,7 +571,7 @@ int aclnnPreluBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTen
   std::vector<int64_t> shape;
   if (!broadcast(gradOutput->sizes, self->sizes, shape) || shape != self->sizes) return kInvalid;
   if (!same_shape(gradInput, self)) return kInvalid;
-  if (self->dtype == BF16 && !soc_a2_a3())
+  if (self->dtype == BF16 && !soc_a2_a3_950())  // SocVersion ASCEND910B..ASCEND910E, ASCEND950 included
     return reject(kInvalid, "self dtype BFLOAT16 not in the dtype support list of this SoC (FLOAT, FLOAT16).");
   const int64_t C = self->sizes.size() > 1 ? self->sizes[1] : 1;
   const int64_t nw = numel(weight);
@@ -509,8 +579,12 @@ int aclnnPreluBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTen
   // gradWeight: weight's shape when weight has one element, else 1-D with weight's element count.
   if (nw == 1 ? gradWeight->sizes != weight->sizes : (gradWeight->sizes.size() != 1 || gradWeight->sizes[0] != nw))
     return kInvalid;
+  if (self->sizes.empty())  // only a 1-D self is reshaped to (1, N); the kernels index dimension 1
+    return reject(kTilingError, "PReluGradUpdate tiling: self has no dimension 1.");
+  if (!has_kernel("PReluGradUpdate")) return no_kernel("PReluGradUpdate");
   auto* e = new PreluExec;
   e->g = gradOutput; e->x = self; e->w = weight; e->gi = gradInput; e->gw = gradWeight; e->channels = nw;
+  e->ascendc = soc_950();
   e->workspace_size = static_cast<uint64_t>(nw) * sizeof(float);
   return finish_phase1(e, workspaceSize, executor);
 }
@@ -524,7 +598,6 @@ namespace {
 int grouped_phase1(const aclTensor* gradY, const aclTensor* groupIdx, int64_t groupIdxType, aclTensor* out,
                    uint64_t* workspaceSize, aclOpExecutor** executor) {
   if (!gradY || !out || !workspaceSize || !executor) return kNullptr;
-  if (!soc_a2_a3_950()) return reject(kInternal, "GroupedBiasAddGrad has no kernel for " + soc() + ".");
   if (!valid(gradY) || !valid(out) || !is_float(gradY) || out->dtype != gradY->dtype) return kInvalid;
   if (groupIdxType != 0 && groupIdxType != 1) return kInvalid;
   int64_t G;
@@ -539,6 +612,9 @@ int grouped_phase1(const aclTensor* gradY, const aclTensor* groupIdx, int64_t gr
   if (out->sizes != std::vector<int64_t>{G, gradY->sizes.back()}) return kInvalid;
   auto* e = new GroupedExec;
   e->gy = gradY; e->idx = groupIdx; e->out = out; e->idx_type = groupIdxType;
+  // hand-written L2: l0op::GroupedBiasAddGrad ignores the kernel lookup's status, so a missing kernel is only
+  // found at the launch
+  e->kernel_missing = !has_kernel("GroupedBiasAddGrad");
   e->workspace_size = static_cast<uint64_t>(gradY->sizes.back()) * sizeof(float);
   return finish_phase1(e, workspaceSize, executor);
 }
@@ -572,7 +648,6 @@ int aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(const aclTensor* gradOutput
                                                      aclOpExecutor** executor) {
   count("aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize");
   if (!gradOutput || !y || !mask || !out || !workspaceSize || !executor) return kNullptr;
-  if (!soc_a2_a3_950()) return reject(kInternal, "ScaledMaskedSoftmaxGradV2 has no kernel for " + soc() + ".");
   if (fixTriuMask) return reject(kInvalid, "fixTriuMask only support false");
   for (const aclTensor* t : {gradOutput, y, mask, static_cast<const aclTensor*>(out)}) {
     if (!valid(t) || t->sizes.size() != 4) return kInvalid;
@@ -584,6 +659,7 @@ int aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(const aclTensor* gradOutput
   for (int d = 0; d < 2; ++d) {
     if (mask->sizes[d] != 1 && mask->sizes[d] != gradOutput->sizes[d]) return kInvalid;
   }
+  if (!has_kernel("ScaledMaskedSoftmaxGradV2")) return no_kernel("ScaledMaskedSoftmaxGradV2");
   auto* e = new SoftmaxExec;
   e->g = gradOutput; e->y = y; e->mask = mask; e->out = out; e->scale = static_cast<float>(scale);
   return finish_phase1(e, workspaceSize, executor);
@@ -598,9 +674,9 @@ int aclnnLogitGradGetWorkspaceSize(const aclTensor* x, const aclTensor* dy, doub
                                    uint64_t* workspaceSize, aclOpExecutor** executor) {
   count("aclnnLogitGradGetWorkspaceSize");
   if (!x || !dy || !out || !workspaceSize || !executor) return kNullptr;
-  if (!soc_a2_a3_950()) return reject(kInternal, "LogitGrad has no kernel for " + soc() + ".");
   if (!valid(x) || !valid(dy) || !valid(out) || !is_float(x)) return kInvalid;
   if (dy->dtype != x->dtype || out->dtype != x->dtype || !same_shape(dy, x) || !same_shape(out, x)) return kInvalid;
+  if (!has_kernel("LogitGrad")) return no_kernel("LogitGrad");
   auto* e = new LogitExec;
   e->x = x; e->dy = dy; e->out = out; e->eps = static_cast<float>(eps);
   return finish_phase1(e, workspaceSize, executor);

@@ -1,15 +1,18 @@
 """Runs one capability scenario of the NPU path against the stand-in, in a fresh process.
 
-Capabilities (entry points, SoC) are probed once per process, so each machine configuration gets its own
-process: tests/test_npu_standin.py runs ``python standin_scenarios.py <scenario>`` with the stand-in's
-environment (NPU_EXT_STANDIN_SOC, NPU_EXT_STANDIN_MISSING, NPU_EXT_NO_CPU_FALLBACK) and reads one JSON object
-from the last line of stdout: for every step, whether the NPU kernel's result equals the CPU kernel's, the
-error message it raised, and the aclnn entry points it called. The fallback warnings (TORCH_WARN) go to stderr:
+Capabilities (entry points, SoC, and the one-time kernel probe of each entry point) are found once per
+process, so each machine configuration gets its own process: tests/test_npu_standin.py runs
+``python standin_scenarios.py <scenario>`` with the stand-in's environment (NPU_EXT_STANDIN_SOC,
+NPU_EXT_STANDIN_MISSING, NPU_EXT_STANDIN_NO_KERNEL, NPU_EXT_NO_CPU_FALLBACK) and reads one JSON object from the
+last line of stdout: for every step, whether the NPU kernel's result equals the CPU kernel's (bitwise, NaN
+positions included), the error message it raised, the aclnn entry points it called (a first call includes
+the probe's) and, for small results, the NPU's values. The fallback warnings (TORCH_WARN) go to stderr:
 OpOverload.redispatch does not turn them into Python warnings.
 """
 
 import ctypes
 import json
+import math
 import os
 import sys
 
@@ -18,7 +21,9 @@ import torch
 import torch_ext  # noqa: F401  (the npu_ext schemas and CPU kernels)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import npu_standin_build  # noqa: E402
+import samples  # noqa: E402
 
 ops = torch.ops.npu_ext
 PU1 = torch._C.DispatchKeySet(torch._C.DispatchKey.PrivateUse1)
@@ -43,9 +48,20 @@ def main(scenario):
     counts = torch.tensor([3, 0, 7])
     g4, y4 = torch.randn(1, 2, 3, 8), torch.softmax(torch.randn(1, 2, 3, 8), -1)
     mask = torch.rand(1, 2, 3, 8) < 0.3
+    x_nan = x.clone()
+    x_nan[0, :3] = torch.tensor([math.nan, -0.5, 1.5])
+    prelu_cases = {c[0]: tuple(torch.tensor(v, dtype=c[1]) for v in (c[3], c[2], c[4]))
+                   for c in samples.PRELU_DEVICE_CASES}
     steps = {
         "logit_grad": (ops.logit_grad.default, (x, dy, 0.01)),
+        "logit_nan": (ops.logit_grad.default, (x_nan, dy, 0.0)),
         "grouped_counts": (ops.grouped_bias_add_grad.default, (gy, counts, 1)),
+        "grouped_ends": (ops.grouped_bias_add_grad.default, (gy, counts.cumsum(0), 0)),
+        "prelu_fp32": (ops.prelu_backward.default, (dy, x - 0.5, torch.rand(7))),
+        "prelu_inf_grad_output": (ops.prelu_backward.default, prelu_cases["inf_grad_output"]),
+        "prelu_fp16_overflow": (ops.prelu_backward.default, prelu_cases["fp16_grad_input_overflow"]),
+        "prelu_bf16_rounding": (ops.prelu_backward.default, prelu_cases["bf16_term_rounding"]),
+        "prelu_fp16_rounding": (ops.prelu_backward.default, prelu_cases["fp16_term_rounding"]),
         "softmax": (ops.scaled_masked_softmax_backward.default, (g4, y4, mask, 0.5, False)),
         "gelu_fp32": (ops.gelu_backward_v2.default, (dy, x, "none")),
         "gelu_bf16": (ops.gelu_backward_v2.default, (dy.bfloat16(), x.bfloat16(), "tanh")),
@@ -55,6 +71,15 @@ def main(scenario):
         "missing": ["logit_grad", "logit_grad", "grouped_counts"],
         "old_soc": ["softmax", "gelu_fp32", "gelu_bf16", "prelu_bf16", "logit_grad", "logit_grad_captured"],
         "no_fallback": ["logit_grad", "gelu_fp32"],
+        # an Ascend950 with a CANN whose op package has no Ascend950 kernel for some operators
+        "no_kernel": ["logit_grad", "logit_grad", "grouped_counts", "grouped_ends", "softmax", "gelu_fp32"],
+        "no_kernel_strict": ["logit_grad", "grouped_ends", "softmax"],
+        # every operator on an Ascend950 (both names of the chip): the kernels as they are there
+        "ascend950": ["softmax", "logit_grad", "logit_nan", "grouped_counts", "grouped_ends", "gelu_bf16",
+                      "prelu_bf16", "prelu_fp32", "prelu_bf16_rounding", "prelu_fp16_rounding",
+                      "prelu_inf_grad_output", "prelu_fp16_overflow"],
+        # the probe needs the host: not during a graph capture; afterwards it runs
+        "probe_captured": ["logit_grad_captured", "logit_grad"],
     }[scenario]
     steps["logit_grad_captured"] = steps["logit_grad"]
     result = []
@@ -67,9 +92,13 @@ def main(scenario):
             got = op.redispatch(PU1, *args)
             expected = op(*args)
             got, expected = (got, expected) if isinstance(got, tuple) else ((got,), (expected,))
-            entry["equal"] = all(torch.equal(a, b) for a, b in zip(got, expected))  # the CPU kernel itself
+            # the CPU kernel itself: equal values, NaN where it has NaN
+            entry["equal"] = all(torch.equal(a.isnan(), b.isnan()) and torch.equal(a[~a.isnan()], b[~b.isnan()])
+                                 for a, b in zip(got, expected))
             entry["close"] = all(torch.allclose(a.float(), b.float(), rtol=2e-2, atol=2e-2, equal_nan=True)
                                  for a, b in zip(got, expected))
+            if all(t.numel() <= 4 for t in got):
+                entry["got"] = [t.float().reshape(-1).tolist() for t in got]
         except RuntimeError as e:
             entry["error"] = str(e).splitlines()[0]
         entry["aclnn"] = aclnn_calls()

@@ -4,6 +4,7 @@
 //
 // Also registers test hooks (not torch_npu API) as torch.ops.npu_standin.*:
 //   synchronize()                              a synchronisation point: reports a failed queued task
+//   device_syncs()                             how many times c10_npu::npuSynchronizeDevice was called (the probes)
 //   exec_npu_cmd_ext_logit_grad(x, dy, eps, out) aclnnLogitGrad through torch_npu's own EXEC_NPU_CMD_EXT, to show
 //                                              what a rejected call does there (deferred 161001)
 //   set_capturing(bool)                        what currentStreamCaptureStatusMayInitCtx() reports (an NPU graph
@@ -12,6 +13,7 @@
 #include <dlfcn.h>
 #include <torch/library.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -22,6 +24,7 @@
 
 #include "op_plugin/include/npu_cpp_extension.h"
 #include "torch_npu/csrc/core/npu/NPUGraphsUtils.h"
+#include "torch_npu/csrc/core/npu/NPUStream.h"
 
 namespace {
 
@@ -71,6 +74,9 @@ int32_t acl_dtype(at::ScalarType t) {
 
 // Workspaces handed out by GetWorkSpaceAddr, kept until the task that uses them has run.
 thread_local std::vector<std::unique_ptr<uint8_t[]>> t_workspaces;
+
+// Device synchronisations (npuSynchronizeDevice calls), for the test hook device_syncs().
+std::atomic<int> g_device_syncs{0};
 
 // The task queue's deferred error (first failure since the last report).
 std::mutex g_queue_mu;
@@ -213,12 +219,23 @@ CaptureStatus currentStreamCaptureStatusMayInitCtx() {
 }
 }  // namespace c10_npu
 
+// --- NPUStream.h -------------------------------------------------------------------------------------------
+namespace c10_npu {
+bool npuSynchronizeDevice(bool check_error) {
+  ++g_device_syncs;
+  if (check_error) report_failed_task();
+  return true;
+}
+}  // namespace c10_npu
+
 // --- test hooks ---------------------------------------------------------------------------------------------
 namespace {
 
 void set_capturing(bool capturing) { g_capturing = capturing; }
 
 void synchronize() { report_failed_task(); }
+
+int64_t device_syncs() { return g_device_syncs.load(); }
 
 void exec_npu_cmd_ext_logit_grad(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& out) {
   EXEC_NPU_CMD_EXT(aclnnLogitGrad, x, dy, eps, out);
@@ -228,6 +245,7 @@ void exec_npu_cmd_ext_logit_grad(const at::Tensor& x, const at::Tensor& dy, doub
 
 TORCH_LIBRARY(npu_standin, m) {
   m.def("synchronize() -> ()", &synchronize);
+  m.def("device_syncs() -> int", &device_syncs);
   m.def("set_capturing(bool capturing) -> ()", &set_capturing);
   m.def("exec_npu_cmd_ext_logit_grad(Tensor x, Tensor dy, float eps, Tensor(a!) out) -> ()",
         &exec_npu_cmd_ext_logit_grad);

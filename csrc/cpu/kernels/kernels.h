@@ -8,8 +8,9 @@
 // must only ever run after csrc/cpu/dispatch.cpp (compiled without ISA flags) has checked the CPU.
 // The op files call the dispatching wrappers of csrc/cpu/dispatch.h, never these directly.
 //
-// Contract shared by every kernel: 16-bit inputs are computed in fp32 and rounded once to the output dtype;
-// reductions accumulate in fp32 (fp64 for fp64) over a partition of the problem that depends only on its
+// Contract shared by every kernel: 16-bit inputs are computed in fp32 and rounded once to the output dtype
+// (except prelu_backward's grad_weight, whose terms are rounded to the dtype before they are summed, as on the
+// NPU); reductions accumulate in fp32 (fp64 for fp64) over a partition of the problem that depends only on its
 // shape, never on the thread count, and every element goes through the same vector code (partial vectors
 // for tails), so results are bitwise identical for any number of threads.
 #pragma once
@@ -41,7 +42,8 @@ struct GroupedRows {
 // logit_grad_kernel     iter: output dx, inputs (x, dy), all of one dtype.
 // prelu_backward_kernel g, x, grad_input: contiguous, viewed as (outer, channels, inner); w: contiguous,
 //                       `channels` elements; grad_weight: contiguous, `channels` elements. channels == 1
-//                       means one scalar weight for everything.
+//                       means one scalar weight for everything. The Atlas A2/A3 kernel's formulas (see the
+//                       kernel source and README "Semantics notes").
 // grouped_bias_add_grad_kernel  out: contiguous (G, hidden), written completely (empty groups get zeros).
 // scaled_masked_softmax_backward_kernel  g, y: 4-D (B, N, S1, S2) of any strides; mask: bool, expanded to
 //                       g's shape (zero strides allowed), ignored when causal is true (masked where

@@ -10,7 +10,9 @@ namespace npu_ext {
 namespace cpu {
 namespace CPU_CAPABILITY {
 
-// dx = dy / (x * (1 - x)) inside [lo, hi], `fill` outside (comparisons with NaN x are false: NaN results).
+// dx = dy / (x * (1 - x)) where lo <= x <= hi, `fill` elsewhere, as the NPU kernel selects (ops-nn
+// loss/logit_grad/op_kernel/logit_grad.h: x >= lo AND x <= hi keeps the quotient): a NaN x is unordered, so it
+// is not kept and gets the fill, 0 for eps >= 0 and NaN otherwise.
 void logit_grad_kernel(at::TensorIteratorBase& iter, double eps) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, iter.common_dtype(), "logit_grad", [&] {
     using opmath_t = at::opmath_type<scalar_t>;
@@ -23,8 +25,8 @@ void logit_grad_kernel(at::TensorIteratorBase& iter, double eps) {
     const Vec fill(clamp ? opmath_t(0) : std::numeric_limits<opmath_t>::quiet_NaN());
     const Vec one(opmath_t(1));
     binary_vec_kernel<scalar_t>(iter, [=](const Vec& x, const Vec& dy) {
-      const Vec outside = mask_lt(x, lo) | mask_gt(x, hi);
-      return blend(dy / (x * (one - x)), fill, outside);
+      const Vec inside = mask_ge(x, lo) & mask_le(x, hi);
+      return blend(fill, dy / (x * (one - x)), inside);
     });
   });
 }

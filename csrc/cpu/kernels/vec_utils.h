@@ -201,6 +201,11 @@ C10_ALWAYS_INLINE void float_to_bfloat16(const float* f, uint16_t* out) {
   }
 }
 
+#if defined(CPU_CAPABILITY_AVX2) || defined(CPU_CAPABILITY_AVX512) || defined(NPU_EXT_SSE2_LANES)
+template <typename T>
+C10_ALWAYS_INLINE Vectorized<float> round_to_16bit(const Vectorized<float>& v);  // defined below
+#endif
+
 // The elements of one Vectorized<scalar_t>, held as opmath vectors: one vector for float/double, two float
 // vectors for the 16-bit types (computed in fp32, rounded once on store). Partial loads fill the missing
 // lanes with zeros, so tails go through exactly the same vector code as full vectors.
@@ -214,7 +219,37 @@ struct Pack {
   Vec v[kVecs];
 
   static C10_ALWAYS_INLINE Pack load(const scalar_t* p, int64_t count = kSize) {
-    const auto raw = count == kSize ? Vectorized<scalar_t>::loadu(p) : Vectorized<scalar_t>::loadu(p, count);
+    return widen(count == kSize ? Vectorized<scalar_t>::loadu(p) : Vectorized<scalar_t>::loadu(p, count));
+  }
+
+  C10_ALWAYS_INLINE void store(scalar_t* p, int64_t count = kSize) const {
+    const Vectorized<scalar_t> raw = narrow();
+    if (count == kSize) {
+      raw.store(p);
+    } else {
+      raw.store(p, count);
+    }
+  }
+
+  // These values rounded to scalar_t and widened back (the identity for float and double): what a value that
+  // passes through a scalar_t tensor becomes. x86-64 rounds each fp32 vector in its registers (round_to_16bit);
+  // elsewhere the pack is narrowed and widened back.
+  C10_ALWAYS_INLINE Pack rounded() const {
+    if constexpr (!kReduced<scalar_t>) {
+      return *this;
+    } else {
+#if defined(CPU_CAPABILITY_AVX2) || defined(CPU_CAPABILITY_AVX512) || defined(NPU_EXT_SSE2_LANES)
+      Pack r;
+      for (int k = 0; k < kVecs; ++k) r.v[k] = round_to_16bit<scalar_t>(v[k]);
+      return r;
+#else
+      return widen(narrow());
+#endif
+    }
+  }
+
+  // The values of one Vectorized<scalar_t> as opmath vectors (exact).
+  static C10_ALWAYS_INLINE Pack widen(const Vectorized<scalar_t>& raw) {
     Pack r;
     if constexpr (kReduced<scalar_t> && kGenericLanes<float>) {
       constexpr int V = Vec::size();
@@ -238,16 +273,7 @@ struct Pack {
     return r;
   }
 
-  C10_ALWAYS_INLINE void store(scalar_t* p, int64_t count = kSize) const {
-    const Vectorized<scalar_t> raw = narrow();
-    if (count == kSize) {
-      raw.store(p);
-    } else {
-      raw.store(p, count);
-    }
-  }
-
- private:
+  // These values rounded to scalar_t (round to nearest even), as one Vectorized<scalar_t>.
   C10_ALWAYS_INLINE Vectorized<scalar_t> narrow() const {
     Vectorized<scalar_t> raw;
     if constexpr (kReduced<scalar_t> && kGenericLanes<float>) {
@@ -301,6 +327,57 @@ C10_ALWAYS_INLINE Vectorized<float> from_sse2(__m128 lo, __m128 hi) {
 }
 #endif
 
+// An fp32 vector rounded to T (c10::Half or c10::BFloat16: round to nearest even, overflow to +-inf, subnormals
+// kept) and widened back, in registers (x86-64; Pack::rounded() uses it): F16C for fp16 on AVX2 / AVX-512, the
+// SSE2 conversions above on the DEFAULT variant; for bf16 the rounding on the fp32 bits (add 0x7FFF plus the
+// lowest kept bit, clear the low half), with NaN lanes passed through unchanged (still NaN).
+#if defined(CPU_CAPABILITY_AVX2) || defined(CPU_CAPABILITY_AVX512)
+template <typename T>
+C10_ALWAYS_INLINE Vectorized<float> round_to_16bit(const Vectorized<float>& v) {
+#if defined(CPU_CAPABILITY_AVX512)
+  if constexpr (std::is_same_v<T, c10::Half>) {
+    return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  } else {
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), odd),
+                                       _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_castsi512_ps(r), v);
+  }
+#else
+  if constexpr (std::is_same_v<T, c10::Half>) {
+    return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  } else {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    const __m256i r = _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), odd),
+                                       _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)));
+    return _mm256_blendv_ps(_mm256_castsi256_ps(r), v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+#endif
+}
+#elif defined(NPU_EXT_SSE2_LANES)
+template <typename T>
+C10_ALWAYS_INLINE __m128 sse2_round_to_16bit(__m128 v) {
+  const __m128i u = _mm_castps_si128(v);
+  if constexpr (std::is_same_v<T, c10::Half>) {
+    return _mm_castsi128_ps(sse2_half_to_float_bits(_mm_slli_epi32(sse2_float_to_half_bits(u), 16)));
+  } else {
+    const __m128i odd = _mm_and_si128(_mm_srli_epi32(u, 16), _mm_set1_epi32(1));
+    const __m128 r = _mm_castsi128_ps(_mm_and_si128(_mm_add_epi32(_mm_add_epi32(u, _mm_set1_epi32(0x7FFF)), odd),
+                                                    _mm_set1_epi32(static_cast<int>(0xFFFF0000u))));
+    const __m128 nan = _mm_cmpunord_ps(v, v);
+    return _mm_or_ps(_mm_and_ps(nan, v), _mm_andnot_ps(nan, r));
+  }
+}
+
+template <typename T>
+C10_ALWAYS_INLINE Vectorized<float> round_to_16bit(const Vectorized<float>& v) {
+  const Sse2Halves h = sse2_halves(v);
+  return from_sse2(sse2_round_to_16bit<T>(h.lo), sse2_round_to_16bit<T>(h.hi));
+}
+#endif
+
 template <typename T, typename Pred>
 C10_ALWAYS_INLINE Vectorized<T> lane_mask(const Vectorized<T>& a, const Vectorized<T>& b, const Pred& pred) {
   using I = at::vec::int_same_size_t<T>;
@@ -333,6 +410,39 @@ C10_ALWAYS_INLINE Vectorized<T> mask_gt(const Vectorized<T>& a, const Vectorized
 template <typename T>
 C10_ALWAYS_INLINE Vectorized<T> mask_lt(const Vectorized<T>& a, const Vectorized<T>& b) {
   return mask_gt(b, a);
+}
+
+// a >= b, lane-wise (false where either is NaN).
+template <typename T>
+C10_ALWAYS_INLINE Vectorized<T> mask_ge(const Vectorized<T>& a, const Vectorized<T>& b) {
+#if defined(NPU_EXT_SSE2_LANES)
+  if constexpr (std::is_same_v<T, float>) {
+    const Sse2Halves x = sse2_halves(a), y = sse2_halves(b);
+    return from_sse2(_mm_cmpge_ps(x.lo, y.lo), _mm_cmpge_ps(x.hi, y.hi));
+  }
+#endif
+  if constexpr (kGenericLanes<T>) {
+    return lane_mask(a, b, [](T x, T y) { return x >= y; });
+  } else {
+    return a >= b;
+  }
+}
+
+// a <= b, lane-wise (false where either is NaN). Its own compare, not mask_ge(b, a): a compare instruction takes
+// a memory operand only as its second operand, so the operand order decides whether a constant b needs a load.
+template <typename T>
+C10_ALWAYS_INLINE Vectorized<T> mask_le(const Vectorized<T>& a, const Vectorized<T>& b) {
+#if defined(NPU_EXT_SSE2_LANES)
+  if constexpr (std::is_same_v<T, float>) {
+    const Sse2Halves x = sse2_halves(a), y = sse2_halves(b);
+    return from_sse2(_mm_cmple_ps(x.lo, y.lo), _mm_cmple_ps(x.hi, y.hi));
+  }
+#endif
+  if constexpr (kGenericLanes<T>) {
+    return lane_mask(a, b, [](T x, T y) { return x <= y; });
+  } else {
+    return a <= b;
+  }
 }
 
 // mask ? b : a, lane-wise (mask lanes all ones or all zeros), as Vectorized::blendv.
