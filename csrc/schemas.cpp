@@ -44,6 +44,7 @@ TORCH_LIBRARY(npu_ext, m) {
       "grouped_bias_add(Tensor x, Tensor bias, Tensor? group_idx=None, int group_idx_type=0, Tensor? probs=None) "
       "-> Tensor");
 
-  // Which CPU kernel variant this process runs: "DEFAULT", "AVX2" or "AVX512" (csrc/cpu/dispatch.cpp).
+  // Which CPU kernel variant this process runs: "DEFAULT", "AVX2" or "AVX512" (csrc/cpu/dispatch.cpp). (The
+  // NPU library adds one more introspection op, _npu_status() -> str, in csrc/npu/status.cpp.)
   m.def("_cpu_capability() -> str");
 }

@@ -1010,3 +1010,35 @@ def test_host_work_is_refused_during_graph_capture(standin):
     finally:
         torch.ops.npu_standin.set_capturing(False)
     assert_close(npu(ops.grouped_bias_add_grad.default, gy, idx, 0), ops.grouped_bias_add_grad(gy, idx, 0))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The status report (npu_ext::_npu_status, shown by python -m torch_ext).
+def test_status_report_in_show_config(standin):
+    text = torch_ext.show_config()
+    assert "NPU kernels: torch_ext._C_npu not loaded (" in text
+    assert "  SoC: Ascend910B3 (Atlas A2)\n  CPU fallback: allowed, warned once per operator\n" in text
+    for op, api in [("gelu_backward_v2", "aclnnGeluBackwardV2"), ("grouped_bias_add_grad", "aclnnGroupedBiasAddGrad"),
+                    ("grouped_bias_add_grad", "aclnnGroupedBiasAddGradV2"), ("logit_grad", "aclnnLogitGrad"),
+                    ("prelu_backward", "aclnnPreluBackward"),
+                    ("scaled_masked_softmax_backward", "aclnnScaledMaskedSoftmaxBackward")]:
+        assert f"\n  {op}: {api} found; " in text, api
+    npu(ops.logit_grad.default, torch.rand(3), torch.randn(3), 0.1)  # probes aclnnLogitGrad on this "device"
+    assert "logit_grad: aclnnLogitGrad found; device -1: kernel present, runs on the NPU" in ops._npu_status()
+
+
+def test_status_report_without_kernels(standin):
+    """What a user sees before filing a bug: a missing entry point and a SoC without the kernel, each with the
+    reason and '-> CPU fallback'."""
+    steps, _ = run_scenario("missing", NPU_EXT_STANDIN_MISSING="aclnnLogitGrad,aclnnGroupedBiasAddGradV2")
+    status = steps["status"]["text"].splitlines()
+    assert ("logit_grad: aclnnLogitGrad: is not in this CANN's operator libraries (aclnnLogitGradGetWorkspaceSize "
+            "not found) -> CPU fallback") in status
+    assert ("grouped_bias_add_grad: aclnnGroupedBiasAddGrad found; device -1: kernel present, runs on the NPU"
+            in status)
+    steps, _ = run_scenario("no_kernel_strict", NPU_EXT_STANDIN_SOC=ASCEND950,
+                            NPU_EXT_STANDIN_NO_KERNEL="LogitGrad,GroupedBiasAddGrad", NPU_EXT_NO_CPU_FALLBACK="1")
+    status = steps["status"]["text"].splitlines()
+    assert status[:2] == ["SoC: Ascend950PR_9579 (Ascend950)", "CPU fallback: an error (NPU_EXT_NO_CPU_FALLBACK=1)"]
+    assert ("logit_grad: aclnnLogitGrad found; device -1: " + no_kernel("aclnnLogitGrad", ASCEND950, 1, 561003)
+            .split(" ", 1)[1] + " -> CPU fallback") in status

@@ -59,13 +59,15 @@ def _cann_version():
 def _npu_lines():
     from . import _npu
 
-    out = []
-    if not _npu.LOADED:
-        out.append(f"NPU kernels: not loaded ({_npu.why_not_loaded()})")
-    else:
-        out.append("NPU kernels: loaded (torch_ext._C_npu)")
     # Registered by the NPU sources (torch_ext._C_npu, or the host stand-in of the tests) when they are loaded.
     status = getattr(torch.ops.npu_ext, "_npu_status", None)
+    if _npu.LOADED:
+        out = ["NPU kernels: loaded (torch_ext._C_npu)"]
+    elif status is not None:
+        out = [f"NPU kernels: torch_ext._C_npu not loaded ({_npu.why_not_loaded()}); the NPU sources are loaded "
+               "from another library (the tests' host stand-in of aclnn)"]
+    else:
+        out = [f"NPU kernels: not loaded ({_npu.why_not_loaded()})"]
     if status is not None:
         out.extend("  " + line for line in status().splitlines())
     return out

@@ -23,6 +23,7 @@ const npu::AclnnApi& api() {
                                });
   return a;
 }
+const bool kRegistered = npu::register_api(&api);  // for the status report
 
 GeluBackwardMeta validate(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
   auto meta = check_gelu_backward_v2(grad_output, self, approximate);

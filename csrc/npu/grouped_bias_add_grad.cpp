@@ -43,6 +43,8 @@ const npu::AclnnApi& api_v2() {
                                });
   return a;
 }
+const bool kRegistered_api_v1 = npu::register_api(&api_v1);  // for the status report
+const bool kRegistered_api_v2 = npu::register_api(&api_v2);  // for the status report
 
 struct Validated {
   GroupedBiasAddGradMeta meta;

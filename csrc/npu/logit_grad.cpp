@@ -22,6 +22,7 @@ const npu::AclnnApi& api() {
                                });
   return a;
 }
+const bool kRegistered = npu::register_api(&api);  // for the status report
 
 LogitGradMeta validate(const at::Tensor& x, const at::Tensor& dy) {
   auto meta = check_logit_grad(x, dy);

@@ -9,9 +9,11 @@
 
 #include <ATen/MemoryOverlap.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <vector>
 
 namespace npu_ext {
 namespace npu {
@@ -120,6 +122,55 @@ void AclnnApi::before_cpu_fallback(const std::string& why) const {
                "; running the CPU kernel on host copies instead (slow; warned once per operator; "
                "NPU_EXT_NO_CPU_FALLBACK=1 makes this an error)");
   }
+}
+
+std::string AclnnApi::describe() const {
+  std::string line = std::string(op_) + ": " + name_;
+  if (!unavailable_.empty()) return line + ": " + unavailable_.substr(std::strlen(name_) + 1) + " -> CPU fallback";
+  line += " found";
+  std::lock_guard<std::mutex> lock(probe_mu_);
+  bool probed = false;
+  for (size_t d = 0; d < state_.size(); ++d) {
+    const uint8_t state = state_[d].load(std::memory_order_acquire);
+    if (state == kUnprobed) continue;
+    probed = true;
+    const int index = static_cast<int8_t>(d);  // slot() stores index -1 (a tensor without one) at 255
+    line += "; device " + std::to_string(index) + ": " +
+            (state == kAvailable ? std::string("kernel present, runs on the NPU")
+                                 : no_kernel_[index].substr(std::strlen(name_) + 1) + " -> CPU fallback");
+  }
+  return probed ? line : line + "; its kernel is probed on the first call on each device";
+}
+
+namespace {
+std::vector<ApiAccessor>& api_registry() {
+  static std::vector<ApiAccessor> apis;
+  return apis;
+}
+}  // namespace
+
+bool register_api(ApiAccessor accessor) {
+  api_registry().push_back(accessor);
+  return true;
+}
+
+std::string status_report() {
+  std::string soc = soc_name().empty() ? std::string("unknown") : soc_name();
+  switch (soc_family(soc_name())) {
+    case SocFamily::A2: soc += " (Atlas A2)"; break;
+    case SocFamily::A3: soc += " (Atlas A3)"; break;
+    case SocFamily::Ascend950: soc += " (Ascend950)"; break;
+    default: break;
+  }
+  const char* env = std::getenv("NPU_EXT_NO_CPU_FALLBACK");
+  const bool strict = env != nullptr && std::strcmp(env, "1") == 0;
+  std::string out = "SoC: " + soc + "\nCPU fallback: " +
+                    (strict ? "an error (NPU_EXT_NO_CPU_FALLBACK=1)" : "allowed, warned once per operator");
+  std::vector<std::string> lines;
+  for (ApiAccessor api : api_registry()) lines.push_back(api().describe());
+  std::sort(lines.begin(), lines.end());
+  for (const auto& line : lines) out += "\n" + line;
+  return out;
 }
 
 void synchronize_device() { c10_npu::npuSynchronizeDevice(true); }

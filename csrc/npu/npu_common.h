@@ -98,6 +98,9 @@ class AclnnApi {
   std::string unavailable(c10::Device device) const;
   // The CPU-fallback warning (once per operator), or the error when NPU_EXT_NO_CPU_FALLBACK=1.
   void before_cpu_fallback(const std::string& why) const;
+  // One line for the status report: the entry point found or not, the SoC, and per device what the probe
+  // found ("not probed yet" before the first call there). Never probes.
+  std::string describe() const;
 
  private:
   enum State : uint8_t { kUnprobed = 0, kAvailable = 1, kNoKernel = 2 };
@@ -114,6 +117,13 @@ class AclnnApi {
   mutable std::mutex probe_mu_;
   mutable std::map<int, std::string> no_kernel_;  // per device index, under probe_mu_
 };
+
+// Every entry point the NPU path can call, for the status report (npu_ext::_npu_status, csrc/npu/status.cpp;
+// shown by `python -m torch_ext`). Each op file registers the accessors of its AclnnApi objects at load time;
+// the objects themselves are still made on first use.
+using ApiAccessor = const AclnnApi& (*)();
+bool register_api(ApiAccessor accessor);
+std::string status_report();
 
 // ---------------------------------------------------------------------------------------------------------
 // The call.

@@ -25,6 +25,7 @@ const npu::AclnnApi& api() {
                                });
   return a;
 }
+const bool kRegistered = npu::register_api(&api);  // for the status report
 
 PreluBackwardMeta validate(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
   auto meta = check_prelu_backward(grad_output, self, weight);

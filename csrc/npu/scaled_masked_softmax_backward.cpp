@@ -24,6 +24,7 @@ const npu::AclnnApi& api() {
       });
   return a;
 }
+const bool kRegistered = npu::register_api(&api);  // for the status report
 
 ScaledMaskedSoftmaxBackwardMeta validate(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask,
                                          bool fix_triu_mask) {

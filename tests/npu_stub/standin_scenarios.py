@@ -6,7 +6,8 @@ process, so each machine configuration gets its own process: tests/test_npu_stan
 NPU_EXT_STANDIN_MISSING, NPU_EXT_STANDIN_NO_KERNEL, NPU_EXT_NO_CPU_FALLBACK) and reads one JSON object from the
 last line of stdout: for every step, whether the NPU kernel's result equals the CPU kernel's (bitwise, NaN
 positions included), the error message it raised, the aclnn entry points it called (a first call includes
-the probe's) and, for small results, the NPU's values. The fallback warnings (TORCH_WARN) go to stderr:
+the probe's) and, for small results, the NPU's values; then the status report (a last step "status"). The
+fallback warnings (TORCH_WARN) go to stderr:
 OpOverload.redispatch does not turn them into Python warnings.
 """
 
@@ -109,6 +110,8 @@ def main(scenario):
         except RuntimeError:
             entry["queue_clean"] = False
         result.append(entry)
+    # what python -m torch_ext reports after these calls (npu_ext::_npu_status)
+    result.append({"step": "status", "text": torch.ops.npu_ext._npu_status()})
     print(json.dumps(result))
 
 
