@@ -45,8 +45,10 @@ KERNEL_FLAGS = ["-ffp-contract=off", "-Wno-unknown-pragmas"]
 X86_VARIANTS = {
     "DEFAULT": ["-DCPU_CAPABILITY=DEFAULT", "-DCPU_CAPABILITY_DEFAULT"],
     "AVX2": ["-DCPU_CAPABILITY=AVX2", "-DCPU_CAPABILITY_AVX2", "-mavx2", "-mfma", "-mf16c"],
+    # -mavx512bf16 only makes the bf16 conversion intrinsic available: vec_utils.h uses it where the CPU reports
+    # AVX512_BF16 at run time (the compiler emits no such instruction by itself for c10::BFloat16).
     "AVX512": ["-DCPU_CAPABILITY=AVX512", "-DCPU_CAPABILITY_AVX512", "-mavx512f", "-mavx512bw", "-mavx512vl",
-               "-mavx512dq", "-mfma", "-mf16c"],
+               "-mavx512dq", "-mavx512bf16", "-mfma", "-mf16c"],
 }
 PORTABLE_VARIANTS = {"DEFAULT": X86_VARIANTS["DEFAULT"]}
 

@@ -83,9 +83,14 @@ class OpLog(TorchDispatchMode):
         return {o for o in self.ops if o.startswith("npu_ext.")}
 
 
-def eager(fn, *args):
+def eager(fn, *args, grad=None):
+    """fn(*args) with Megatron's jit (torch.compile) off, and its backward too when `grad` is given (the backward
+    formulas are jit functions as well: compiled, they would be inductor's code, not Megatron's formulas)."""
     with torch.compiler.set_stance("force_eager"):
-        return fn(*args)
+        out = fn(*args)
+        if grad is not None:
+            out.backward(grad)
+        return out
 
 
 TOL = {torch.float16: dict(rtol=2e-3, atol=2e-3), torch.bfloat16: dict(rtol=1.6e-2, atol=1e-2),
@@ -233,19 +238,20 @@ def test_bias_gelu_matches_megatron(patched, dtype):
         megatron_mlp.bias_gelu_impl(*ours).backward(dy)
     assert log.npu_ext() == {"npu_ext.gelu.default", "npu_ext.gelu_backward_v2.default"}
     theirs = [t.clone().requires_grad_() for t in (x, b)]
-    y_theirs = eager(ORIGINALS["bias_gelu_impl"], *theirs)
-    y_theirs.backward(dy)
+    y_theirs = eager(ORIGINALS["bias_gelu_impl"], *theirs, grad=dy)
+    ref = [t.to(f64).requires_grad_() for t in (x, b)]  # Megatron's formulas in float64
+    y_ref = eager(ORIGINALS["bias_gelu_impl"], *ref, grad=dy.to(f64))
     y_ours = tm.bias_gelu_impl(x, b)
-    torch.testing.assert_close(y_ours, y_theirs, **TOL[dtype])
-    for a, c in zip(ours, theirs):
-        assert a.grad.dtype == dtype
-        torch.testing.assert_close(a.grad, c.grad, **(TOL[dtype] if dtype != torch.float32 else
-                                                       dict(rtol=2e-5, atol=2e-5)))
-    # and against float64 Megatron formulas, by the SPEC metric
-    ref = [t.to(f64).requires_grad_() for t in (x, b)]
-    eager(ORIGINALS["bias_gelu_impl"], *ref).backward(dy.to(f64))
-    assert_accurate(y_ours, eager(ORIGINALS["bias_gelu_impl"], x.to(f64), b.to(f64)), dtype, "bias_gelu")
-    assert_accurate(ours[0].grad, ref[0].grad, dtype, "bias_gelu d input")
+    # Megatron's original in fp16/bf16 rounds every intermediate; ours computes in fp32 and rounds once. So: ours
+    # is accurate (SPEC metric against float64), and nowhere farther from float64 than Megatron's own result,
+    # beyond a few ulps.
+    for what, a, c, r in [("y", y_ours, y_theirs, y_ref), ("d input", ours[0].grad, theirs[0].grad, ref[0].grad),
+                          ("d bias", ours[1].grad, theirs[1].grad, ref[1].grad)]:
+        assert a.dtype == dtype
+        assert_accurate(a, r.detach(), dtype, f"bias_gelu {what}")
+        tol = TOL[dtype]["atol"] + TOL[dtype]["rtol"] * r.detach().abs()
+        assert ((a.double() - r).abs() <= (c.double() - r).abs() + tol).all(), what
+        torch.testing.assert_close(a.double(), c.double(), rtol=0.05, atol=0.05 if dtype != torch.float32 else 1e-4)
 
 
 def test_bias_gelu_backward_is_tanh_gelu_backward_v2(patched):

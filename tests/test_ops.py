@@ -164,6 +164,25 @@ def test_16bit_conversions_are_exact_for_every_value(dtype):
         both_nan = torch.isnan(gi) & torch.isnan(expected)
         assert (same | both_nan).all(), (w, g[~(same | both_nan)][:8], gi[~(same | both_nan)][:8])
 
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_16bit_conversions_of_the_elementwise_kernels(dtype):
+    """The elementwise kernels (logit_grad, gelu, gelu_backward_v2) load and store 16-bit values in their own lane
+    order (bf16 on AVX-512: even and odd elements apart, narrowed by vcvtne2ps2bf16 where the CPU has it, with
+    the exact integer path for subnormals). logit_grad at x = 1/2 is 4 dy and at x = 1/3 is dy / (2/9), one fp32
+    expression: compared bitwise with PyTorch's conversions over all 65536 patterns of dy, in an odd length
+    (partial vectors) and from an offset (unaligned)."""
+    dy = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(dtype)
+    dy = torch.cat([dy, dy[:77]])[3:]  # 65610 elements, not a multiple of any vector width
+    for xv in (0.5, 1.0 / 3.0, 0.999):
+        x = torch.full_like(dy, xv)
+        xf = x.float()
+        expected = (dy.float() / (xf * (1 - xf))).to(dtype)
+        got = ops.logit_grad(x, dy)
+        same = got.view(torch.int16) == expected.view(torch.int16)
+        both_nan = torch.isnan(got) & torch.isnan(expected)
+        assert (same | both_nan).all(), (xv, dy[~(same | both_nan)][:8], got[~(same | both_nan)][:8])
+
 @pytest.mark.parametrize("x_shape,w_shape", [([0, 6, 5], [6]), ([4, 0], [1]), ([0], [1])])
 def test_prelu_backward_empty(x_shape, w_shape):
     gi, gw = ops.prelu_backward(torch.empty(x_shape), torch.empty(x_shape), torch.ones(w_shape))

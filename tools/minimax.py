@@ -28,3 +28,12 @@ def print_fit(heading, coef, err, err32):
     print(f"{heading}: max relative error {err:.2e} ({err32:.2e} with fp32 coefficients)")
     for c in coef[::-1]:
         print(f"  {float(np.float32(c))!r}f")
+
+
+def degree_arg(default):
+    """The polynomial degree from the command line (--degree N), `default` without it."""
+    import argparse
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--degree", type=int, default=default)
+    return p.parse_args().degree

@@ -46,7 +46,7 @@ void gelu_impl(at::TensorIteratorBase& iter, GeluApproximate approximate) {
     const Vec kHuge(1e18f);
     unary_vec_kernel<scalar_t>(iter, [=](const Vec& x) {
       Vec e, r;
-      normal_tail(at::vec::clamp(x, -kHuge, kHuge), e, r);
+      normal_tail<std::is_same_v<scalar_t, c10::BFloat16>>(at::vec::clamp(x, -kHuge, kHuge), e, r);
       const Vec q = r * e;
       return x * select_negative(x, q, kOne - q);
     });

@@ -20,7 +20,8 @@ namespace {
 // tail, one exponential, and relative accuracy on every normal fp32 output, far left tail included.
 // x = +-inf gives NaN (inf * 0), as the formula does (normal_tail's r is NaN there too).
 // fp64 (gradcheck only): the exact formula with Sleef's erfc/exp.
-template <typename T>
+// kBf16: the result is rounded to bf16 (normal_tail's shorter polynomials).
+template <typename T, bool kBf16 = false>
 C10_ALWAYS_INLINE Vectorized<T> gelu_erf_grad(const Vectorized<T>& g, const Vectorized<T>& x) {
   using Vec = Vectorized<T>;
   if constexpr (std::is_same_v<T, double>) {
@@ -31,7 +32,7 @@ C10_ALWAYS_INLINE Vectorized<T> gelu_erf_grad(const Vectorized<T>& g, const Vect
   } else {
     const Vec kInvSqrt2Pi(static_cast<float>(M_2_SQRTPI * M_SQRT1_2 * 0.5 * kTailScale));
     Vec e, r;
-    normal_tail(x, e, r);
+    normal_tail<kBf16>(x, e, r);
     const Vec base = select_sign(x, Vec(0.0f), Vec(1.0f));
     return g * at::vec::fmadd(e, at::vec::fmsub(kInvSqrt2Pi, x, r ^ (x & Vec(-0.0f))), base);
   }
@@ -85,7 +86,7 @@ void gelu_backward_kernel(at::TensorIteratorBase& iter, GeluApproximate approxim
       });
     } else {
       binary_vec_kernel<scalar_t>(iter, [](const Vectorized<opmath_t>& g, const Vectorized<opmath_t>& x) {
-        return gelu_erf_grad<opmath_t>(g, x);
+        return gelu_erf_grad<opmath_t, std::is_same_v<scalar_t, c10::BFloat16>>(g, x);
       });
     }
   });
