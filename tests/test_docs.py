@@ -1,0 +1,165 @@
+"""The documentation's links resolve, and README stays an entry point.
+
+Every relative link in README.md, CHANGELOG.md and docs/*.md must name an existing file (or directory), and a
+`#anchor` must name a heading of the target markdown file (or of the same file), with GitHub's heading slugs:
+lowercase, punctuation dropped except '-' and '_', spaces to '-', '-1', '-2', ... for repeated headings. Links
+in fenced code blocks and inline code are not links. README.md has at most 300 lines and its first code block
+holds exactly the two commands `make bench` and `make test`. No torch needed: plain text.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+README_MAX_LINES = 300
+
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_INLINE_CODE = re.compile(r"(`+)(.+?)\1")
+_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"]*\")?\s*\)")
+_REF_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+\"[^\"]*\")?\s*$")
+_HTML_ANCHOR = re.compile(r"<a\s+(?:name|id)=\"([^\"]+)\"", re.IGNORECASE)
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+
+
+def doc_files():
+    return [README, ROOT / "CHANGELOG.md"] + sorted(DOCS.glob("*.md"))
+
+
+def prose_lines(text):
+    """(line number, line) outside fenced code blocks."""
+    fence = None
+    for n, line in enumerate(text.splitlines(), 1):
+        m = _FENCE.match(line)
+        if m:
+            if fence is None:
+                fence = m.group(1)
+            elif m.group(1) == fence:
+                fence = None
+            continue
+        if fence is None:
+            yield n, line
+
+
+def slug(heading):
+    """GitHub's anchor for a heading's text: inline markup reduced to its text, lowercase, every character that
+    is not a letter, digit, '_', '-' or space dropped, spaces to '-'."""
+    text = _INLINE_CODE.sub(lambda m: m.group(2), heading)
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)  # a link in a heading keeps its text
+    text = re.sub(r"<[^>]+>", "", text)  # HTML tags
+    text = text.strip().lower()
+    text = "".join(c for c in text if c.isalnum() or c in "-_ ")
+    return text.replace(" ", "-")
+
+
+def anchors(path):
+    """Every anchor a markdown file defines: its headings' slugs (repeats numbered as GitHub does) and HTML
+    name/id anchors."""
+    seen, out = {}, set()
+    for _, line in prose_lines(path.read_text(encoding="utf-8")):
+        m = _HEADING.match(line)
+        if m:
+            base = slug(m.group(2))
+            k = seen.get(base, 0)
+            seen[base] = k + 1
+            out.add(base if k == 0 else f"{base}-{k}")
+        out.update(_HTML_ANCHOR.findall(line))
+    return out
+
+
+def links(path):
+    """(line number, target) of every link in the file's prose."""
+    for n, line in prose_lines(path.read_text(encoding="utf-8")):
+        m = _REF_DEF.match(line)
+        if m:
+            yield n, m.group(1)
+            continue
+        for target in _LINK.findall(_INLINE_CODE.sub("", line)):
+            yield n, target
+
+
+def broken_links(path):
+    """The relative links of `path` that do not resolve, as 'file:line: target (reason)'."""
+    bad = []
+    for n, target in links(path):
+        if not target or _SCHEME.match(target) or target.startswith("//"):
+            continue  # external (http:, https:, mailto:, ...): not checked here
+        file_part, _, anchor = target.partition("#")
+        dest = (path.parent / file_part).resolve() if file_part else path
+        where = f"{path.relative_to(path.parent.parent) if path.parent != ROOT else path.name}:{n}: {target}"
+        if not dest.exists():
+            bad.append(f"{where} (no such file)")
+        elif anchor and dest.is_file() and dest.suffix == ".md" and anchor not in anchors(dest):
+            bad.append(f"{where} (no heading with anchor #{anchor} in {dest.name})")
+    return bad
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The checker itself: it must tell a broken link from a good one, or the link test below could never fail.
+@pytest.mark.parametrize("heading, expected", [
+    ("Semantics notes", "semantics-notes"),
+    ("What was verified here (no NPU, no CANN) and how", "what-was-verified-here-no-npu-no-cann-and-how"),
+    ("torch.compile on the NPU (torchair)", "torchcompile-on-the-npu-torchair"),
+    ("0.1.0 tables (AMD EPYC Zen 3, AVX2)", "010-tables-amd-epyc-zen-3-avx2"),
+    ("Bug reports: `python -m torch_ext`", "bug-reports-python--m-torch_ext"),
+    ("gelu erf fp32: how it reached its target on AVX2", "gelu-erf-fp32-how-it-reached-its-target-on-avx2"),
+    ("The **[README](../README.md)** link", "the-readme-link"),
+])
+def test_slug_follows_github(heading, expected):
+    assert slug(heading) == expected
+
+
+def test_checker_finds_broken_links(tmp_path):
+    (tmp_path / "docs").mkdir()
+    page = tmp_path / "docs" / "page.md"
+    (tmp_path / "other.md").write_text("# Other\n\n## Known part\n\n## Known part\n", encoding="utf-8")
+    page.write_text(
+        "# Page\n\n"
+        "[good file](../other.md), [good anchor](../other.md#known-part), [repeat](../other.md#known-part-1),\n"
+        "[self](#page), [external](https://example.com/x.md#nowhere)\n"
+        "[missing file](../nothing.md) and [missing anchor](../other.md#unknown-part)\n"
+        "[bad self anchor](#not-here), `[in code](../also-nothing.md)`\n"
+        "```\n[in a fence](../fenced-nothing.md)\n```\n"
+        "[ref]: ../ref-nothing.md\n",
+        encoding="utf-8")
+    bad = broken_links(page)
+    assert [b.split(": ", 1)[1] for b in bad] == [
+        "../nothing.md (no such file)",
+        "../other.md#unknown-part (no heading with anchor #unknown-part in other.md)",
+        "#not-here (no heading with anchor #not-here in page.md)",
+        "../ref-nothing.md (no such file)",
+    ], bad
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The repository's documentation.
+def test_every_relative_link_resolves():
+    files = [f for f in doc_files() if f.exists()]
+    assert README in files and len(files) > 3, files
+    bad = [b for f in files for b in broken_links(f)]
+    assert not bad, "broken links:\n" + "\n".join(bad)
+
+
+def test_readme_is_short():
+    n = len(README.read_text(encoding="utf-8").splitlines())
+    assert n <= README_MAX_LINES, f"README.md has {n} lines (at most {README_MAX_LINES}): move detail to docs/"
+
+
+def test_readme_starts_with_the_two_commands():
+    lines = README.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if _FENCE.match(line))
+    end = next(i for i in range(start + 1, len(lines)) if _FENCE.match(lines[i]))
+    commands = [line.split("#", 1)[0].strip() for line in lines[start + 1:end]]
+    assert [c for c in commands if c] == ["make bench", "make test"]
+
+
+def test_every_docs_page_is_reachable_and_links_back():
+    readme_targets = {t.split("#", 1)[0] for _, t in links(README)}
+    for page in sorted(DOCS.glob("*.md")):
+        assert f"docs/{page.name}" in readme_targets, f"README.md does not link to docs/{page.name}"
+        targets = {t.split("#", 1)[0] for _, t in links(page)}
+        assert "../README.md" in targets, f"docs/{page.name} does not link back to README.md"
