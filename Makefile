@@ -46,7 +46,7 @@ test: build npu-check
 	  ATEN_CPU_CAPABILITY=$$cap $(PY) -m pytest tests -q -n $(TEST_WORKERS) || exit 1; \
 	done
 
-# make bench BENCH_ARGS=--variants: once per kernel variant the CPU has (see README, Performance).
+# make bench BENCH_ARGS=--variants: once per kernel variant the CPU has (see docs/performance.md).
 bench: build
 	$(PY) -m benchmarks.run --quick $(BENCH_ARGS)
 
@@ -68,7 +68,7 @@ npu-test: build
 # AddressSanitizer + UBSan: the extension built with -fsanitize=address,undefined into build/asan (the normal
 # build is untouched) and the op tests run against it. ASan must be preloaded into Python, and libstdc++ with
 # it, or C++ exceptions (every validation error) abort; leaks are not checked (CPython's own allocations).
-# UBSan findings halt the run. See README "Robustness".
+# UBSan findings halt the run. See docs/robustness.md.
 ASAN_DIR := build/asan
 ASAN_TESTS ?= tests/test_ops.py tests/test_errors.py tests/test_properties.py tests/test_generic.py tests/test_range.py tests/test_forward.py tests/test_determinism.py
 test-asan: venv

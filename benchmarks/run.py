@@ -21,8 +21,8 @@ Noise: a result whose rounds disagree by more than 30% (or that beats the copy r
 disturbed copy timing can produce) is flagged "disturbed" in the log and the tables: rerun it on a quieter
 machine rather than reading its ratio.
 
-Results: benchmarks/results/bench-<mode>.{json,csv}, speedup-<mode>.png and table-<mode>.md (the README
-performance section is table-full.md).
+Results: benchmarks/results/bench-<mode>.{json,csv}, speedup-<mode>.png and table-<mode>.md (the tables of
+docs/performance.md come from `--variants`: table-<mode>-variants.md).
 
 With torch_npu installed (detected without importing it) the suite instead compares the npu_ext ops with
 torch_npu's native ops on the NPU (see benchmarks/npu.py; that path cannot run on a CPU-only machine).

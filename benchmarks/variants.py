@@ -1,8 +1,10 @@
 """``python -m benchmarks.run --variants``: the suite once per kernel variant this CPU can run.
 
 Each variant runs in its own subprocess with ATEN_CPU_CAPABILITY set (``default``, ``avx2``, ``avx512``):
-ATen's kernels and the npu_ext kernels both follow that variable, so both sides of every ratio are forced to
-the same capability, and the AVX2 ratios can be read on an AVX-512 machine. Each run writes its own results
+ATen's kernels and the npu_ext kernels both follow that variable. Some ATen ops (gelu and its backward in fp32
+and bf16) run oneDNN kernels, which ignore it and pick the best ISA of the CPU themselves; ONEDNN_MAX_CPU_ISA is
+set to the variant's level as well (SSE41, oneDNN's lowest, for DEFAULT; AVX2; no limit for AVX512), so both
+sides of every ratio are forced to the same capability, and the AVX2 ratios can be read on an AVX-512 machine. Each run writes its own results
 (bench-<mode>-<VARIANT>.{json,csv}, table-..., speedup-....png); this module then writes
 table-<mode>-variants.md, one table per variant, with the machine and the variant named on each.
 """
@@ -15,6 +17,9 @@ import subprocess
 import sys
 
 from . import report
+
+
+ONEDNN_ISA = {"DEFAULT": "SSE41", "AVX2": "AVX2"}  # oneDNN's own ISA cap per variant (AVX512: none)
 
 
 def available_variants():
@@ -30,6 +35,8 @@ def main(argv, out_dir, mode_name):
     runs = []
     for v in variants:
         env = dict(os.environ, ATEN_CPU_CAPABILITY=v.lower(), NPU_EXT_BENCH_TAG=v)
+        if v in ONEDNN_ISA:
+            env["ONEDNN_MAX_CPU_ISA"] = ONEDNN_ISA[v]
         print(f"\n===== variant {v}: ATEN_CPU_CAPABILITY={v.lower()} =====", flush=True)
         rc = subprocess.call([sys.executable, "-m", "benchmarks.run", *argv], env=env)
         path = os.path.join(out_dir, f"bench-{mode_name}-{v}.json")

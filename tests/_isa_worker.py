@@ -70,8 +70,8 @@ def problems(dtype):
     ref = torch.where((pd < eps32) | (pd > 1 - eps32), torch.zeros_like(pd), dyd / (pd * (1 - pd)))
     out["logit"] = (lambda: ops.logit_grad(p, dy, 1e-3), ref)
 
-    # prelu's grad_weight terms x g are each rounded to the dtype before the sum, as on the NPU (README "Semantics
-    # notes"; exact products of 16-bit values in float64, so one rounding)
+    # prelu's grad_weight terms x g are each rounded to the dtype before the sum, as on the NPU (docs/operators.md,
+    # "Semantics notes"; exact products of 16-bit values in float64, so one rounding)
     xp, gp = randn(3, 37, 29, 31), randn(3, 37, 29, 31)
     w = (rand(37) * 0.5).to(dtype)
     xpd, gpd, wd = xp.double(), gp.double(), w.double().view(1, 37, 1, 1)

@@ -1,5 +1,5 @@
 """Float64 reference implementations of the five operators, written from ../shared/SPEC.md and, where the
-package deliberately follows the NPU kernels instead (README "Semantics notes": logit_grad with a NaN x,
+package deliberately follows the NPU kernels instead (docs/operators.md, "Semantics notes": logit_grad with a NaN x,
 prelu_backward's grad_weight), from that table.
 
 Nothing here shares code with the package under test: plain torch ops in float64 on the CPU. Every function
@@ -41,8 +41,8 @@ def prelu_backward(grad_output, self, weight):
     else:
         w_b = w.reshape([1, channels] + [1] * (x.dim() - 2))
     positive = x > 0  # NaN is not > 0: it takes the x <= 0 branch
-    # README "Semantics notes": the Atlas A2/A3 kernel scales g by (1 + 0 w) where x > 0 (NaN for a non-finite
-    # weight), and adds to each grad_weight term x g (0 where x > 0, but NaN for x = +inf: 0 x) zero times
+    # docs/operators.md, "Semantics notes": the Atlas A2/A3 kernel scales g by (1 + 0 w) where x > 0 (NaN for a
+    # non-finite weight), and adds to each grad_weight term x g (0 where x > 0, but NaN for x = +inf: 0 x) zero times
     # grad_input as stored in the dtype: an infinite or NaN grad_input in a channel makes its grad_weight NaN.
     # Each term is rounded to the dtype before the sum (every SoC); the sum itself is exact here.
     grad_input = torch.where(positive, g * (1.0 + 0.0 * w_b), w_b * g)
@@ -94,8 +94,8 @@ def logit_grad(x, dy, eps=-1.0):
     eps32 = np.float32(eps)  # eps is rounded to fp32, as the NPU kernel does (fp64 inputs keep it exact)
     if x.dtype == f64:
         eps32 = np.float64(eps)
-    # The quotient is kept only where lo <= x <= hi (the NPU kernel's select, README "Semantics notes"): an x
-    # outside the interval, or NaN (unordered), gets 0 for eps >= 0 and NaN for eps < 0 or NaN.
+    # The quotient is kept only where lo <= x <= hi (the NPU kernel's select, docs/operators.md, "Semantics
+    # notes"): an x outside the interval, or NaN (unordered), gets 0 for eps >= 0 and NaN for eps < 0 or NaN.
     if eps32 >= 0:
         lo, hi = float(eps32), float(type(eps32)(1) - eps32)
         kept = (xx >= lo) & (xx <= hi)

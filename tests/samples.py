@@ -158,8 +158,8 @@ def _prelu_range(dtype, gen, variant="channel"):
     return (g, x, w), {}
 
 
-# prelu_backward where the package follows the Atlas A2/A3 kernel rather than SPEC.md (README "Semantics notes"),
-# with the results written out: (id, dtype, self, grad_output, weight, grad_input, grad_weight). Values are exact
+# prelu_backward where the package follows the Atlas A2/A3 kernel rather than SPEC.md (docs/operators.md,
+# "Semantics notes"), with the results written out: (id, dtype, self, grad_output, weight, grad_input, grad_weight). Values are exact
 # in every dtype used; SPEC.md's grad_weight is in the comment.
 _INF, _NAN = math.inf, math.nan
 PRELU_DEVICE_CASES = [

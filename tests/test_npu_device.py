@@ -171,7 +171,7 @@ def test_gelu_backward_v2_zero_dim_promotion(dtypes, zero_dim_arg):
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Issue 20: the kernels' own numerics, which the CPU contract follows (README "Semantics notes").
+# Issue 20: the kernels' own numerics, which the CPU contract follows (docs/operators.md, "Semantics notes").
 def _ascend950():
     name = torch.npu.get_device_name()
     return name.startswith("Ascend950") or name.startswith("Ascend910_95")

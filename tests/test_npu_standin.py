@@ -948,7 +948,7 @@ def test_ascend950(standin, soc):
     """Ascend950 under its current names and the Ascend910_95xx names of older toolchains: every operator runs on
     the NPU (bf16 prelu included: ASCEND950 lies inside aclnnPreluBackward's ASCEND910B..ASCEND910E range) and
     gives the CPU kernel's results, NaN positions included (logit_grad with NaN x; prelu's grad_weight terms
-    rounded to the dtype, as on A2/A3). The one documented difference (README "Semantics notes"): the Ascend950
+    rounded to the dtype, as on A2/A3). The one documented difference (docs/operators.md, "Semantics notes"): the Ascend950
     PReluGradUpdate has no dx * 0 term, so an infinite grad_input leaves grad_weight finite there."""
     steps, warnings = run_scenario("ascend950", NPU_EXT_STANDIN_SOC=soc)
     assert warnings == []

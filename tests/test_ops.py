@@ -311,7 +311,7 @@ def test_scaled_masked_softmax_backward_out_aliasing_grad_output():
 
 @pytest.mark.parametrize("case", samples.PRELU_DEVICE_CASES, ids=lambda c: c[0])
 def test_prelu_backward_follows_the_a2_a3_kernel(case):
-    """grad_weight as the Atlas A2/A3 NPU kernel computes it (README "Semantics notes"): NaN for a channel with an
+    """grad_weight as the Atlas A2/A3 NPU kernel computes it (docs/operators.md, "Semantics notes"): NaN for a channel with an
     infinite or NaN grad_input or an x = +inf, NaN grad_input where x > 0 for a non-finite weight, and each term
     rounded to the dtype before the sum. The expected values are written out; the oracle agrees."""
     _, dtype, x, g, w, gi, gw = case

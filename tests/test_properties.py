@@ -301,7 +301,7 @@ def test_autograd_functions_against_float64(name, data):
     variant = pick.choice(info.variants)
     # scaled_masked_softmax's gradient goes through the forward output y rounded to the input dtype (the
     # operator's interface, as on the NPU): in fp16/bf16 that rounding alone can exceed SPEC's bound against
-    # a float64 gradient (README, Training), so its 16-bit gradients are held by test_autograd.py's fixed cases
+    # a float64 gradient (docs/training.md), so its 16-bit gradients are held by test_autograd.py's fixed cases
     # and the backward op's own oracle tests instead.
     low = [] if name == "scaled_masked_softmax_backward" else [torch.float16, torch.bfloat16]
     dtype = pick.choice([torch.float32, torch.float64] + low)

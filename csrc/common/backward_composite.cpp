@@ -95,7 +95,7 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward(const at::Tensor& grad_output,
       if (d != 1) reduce_dims.push_back(d);
     }
   }
-  // The Atlas A2/A3 kernel's formulas (README "Semantics notes", csrc/cpu/kernels/prelu_backward.cpp):
+  // The Atlas A2/A3 kernel's formulas (docs/operators.md, "Semantics notes", csrc/cpu/kernels/prelu_backward.cpp):
   // gi = (x > 0 ? 1 + 0 w : 0 + w) g; each grad_weight term (x > 0 ? 0 x : x) g + 0 gi_T (gi_T: gi rounded to
   // the dtype) is rounded to the dtype before the sum. NaN is not > 0: it takes the x <= 0 branch.
   const at::Tensor positive = x > 0;

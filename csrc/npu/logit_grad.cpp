@@ -4,7 +4,7 @@
 // A2/A3 and Ascend950 only (ops-nn loss/logit_grad/op_host/logit_grad_def.cpp; Ascend950 since 2026-02: an older
 // CANN's phase 1 fails there with 561003, which the probe turns into the CPU fallback). The kernel keeps the
 // quotient only where eps <= x <= 1 - eps (or 0 <= x <= 1) and selects the fill elsewhere, NaN x included: the
-// CPU kernel does the same (README "Semantics notes").
+// CPU kernel does the same (docs/operators.md, "Semantics notes").
 #include "npu/npu_common.h"
 
 namespace npu_ext {

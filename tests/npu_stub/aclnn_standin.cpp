@@ -16,7 +16,7 @@
 // reductions accumulate in fp32, in a workspace requested from phase 1. Like aclnn, it leaves outputs of
 // reductions over nothing untouched (the NPU path must zero-fill them).
 //
-// It models aclnn as the CANN sources show it behaves (ops-nn, opbase; see README "NPU (Ascend) path"), not as
+// It models aclnn as the CANN sources show it behaves (ops-nn, opbase; see docs/npu.md), not as
 // documented:
 //   * inputs of any strides are read correctly (aclnn makes them contiguous);
 //   * GeluBackwardV2, PreluBackward and GroupedBiasAddGrad(V2) write outputs honouring their strides (ViewCopy),

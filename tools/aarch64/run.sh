@@ -230,7 +230,7 @@ build() {
 }
 
 # ------------------------------------------------------------------------------------------------- test
-# Tests not run under emulation, each with its reason (pytest --deselect IDs; the README lists them too).
+# Tests not run under emulation, each with its reason (pytest --deselect IDs; docs/testing.md lists them too).
 # tests/test_torchair.py: AOTAutograd graph tracing of torch_ext.torchair's decompositions, pure Python with no
 # architecture-specific code (the kernels it calls are tested emulated by the other files); 130 s emulated,
 # 20 s natively, where make test runs it. Everything else runs emulated (torch.compile, DDP and the

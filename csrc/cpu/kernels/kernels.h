@@ -43,7 +43,7 @@ struct GroupedRows {
 // prelu_backward_kernel g, x, grad_input: contiguous, viewed as (outer, channels, inner); w: contiguous,
 //                       `channels` elements; grad_weight: contiguous, `channels` elements. channels == 1
 //                       means one scalar weight for everything. The Atlas A2/A3 kernel's formulas (see the
-//                       kernel source and README "Semantics notes").
+//                       kernel source and docs/operators.md, "Semantics notes").
 // grouped_bias_add_grad_kernel  out: contiguous (G, hidden), written completely (empty groups get zeros).
 // scaled_masked_softmax_backward_kernel  g, y: 4-D (B, N, S1, S2) of any strides; mask: bool, expanded to
 //                       g's shape (zero strides allowed), ignored when causal is true (masked where

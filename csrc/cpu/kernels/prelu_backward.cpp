@@ -20,7 +20,7 @@ namespace {
 constexpr int64_t kBlock = 32768;
 
 // One pack of grad_input and of grad_weight terms, computed as the Atlas A2/A3 kernel does (TBE PReluGradUpdate,
-// README "Semantics notes"), in opmath (fp32 for the 16-bit dtypes):
+// docs/operators.md, "Semantics notes"), in opmath (fp32 for the 16-bit dtypes):
 //   grad_input = (x > 0 ? 1 + 0 w : 0 + w) g                         (so g where x > 0, w g elsewhere, for a finite w)
 //   term       = (x > 0 ? 0 x : x) g + 0 grad_input_T, rounded to the dtype before it is accumulated
 // where grad_input_T is grad_input rounded to the dtype. For finite values this is x <= 0 ? x g : 0 (NaN x takes
