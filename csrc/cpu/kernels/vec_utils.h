@@ -477,59 +477,69 @@ C10_ALWAYS_INLINE Vectorized<T> lane_mask(const Vectorized<T>& a, const Vectoriz
   return Vectorized<T>::loadu(m);
 }
 
-// a > b, lane-wise (false where either is NaN).
-template <typename T>
-C10_ALWAYS_INLINE Vectorized<T> mask_gt(const Vectorized<T>& a, const Vectorized<T>& b) {
+// The lane-wise comparisons, false where either operand is NaN, as masks (lanes all ones or all zeros): two SSE2
+// compares on the x86 DEFAULT variant's generic lanes (NPU_EXT_SSE2_LANES), a branch-free predicate on other
+// generic lanes (at::vec's generic comparisons branch per lane), at::vec's operator elsewhere. Cmp names them.
+struct CmpGt {
+  template <typename U> static bool lane(U x, U y) { return x > y; }
+  template <typename V> static V vec(const V& a, const V& b) { return a > b; }
+#if defined(NPU_EXT_SSE2_LANES)
+  static __m128 sse2(__m128 x, __m128 y) { return _mm_cmpgt_ps(x, y); }
+#endif
+};
+struct CmpGe {
+  template <typename U> static bool lane(U x, U y) { return x >= y; }
+  template <typename V> static V vec(const V& a, const V& b) { return a >= b; }
+#if defined(NPU_EXT_SSE2_LANES)
+  static __m128 sse2(__m128 x, __m128 y) { return _mm_cmpge_ps(x, y); }
+#endif
+};
+struct CmpLe {
+  template <typename U> static bool lane(U x, U y) { return x <= y; }
+  template <typename V> static V vec(const V& a, const V& b) { return a <= b; }
+#if defined(NPU_EXT_SSE2_LANES)
+  static __m128 sse2(__m128 x, __m128 y) { return _mm_cmple_ps(x, y); }
+#endif
+};
+
+template <typename Cmp, typename T>
+C10_ALWAYS_INLINE Vectorized<T> compare_lanes(const Vectorized<T>& a, const Vectorized<T>& b) {
 #if defined(NPU_EXT_SSE2_LANES)
   if constexpr (std::is_same_v<T, float>) {
     const Sse2Halves x = sse2_halves(a), y = sse2_halves(b);
-    return from_sse2(_mm_cmpgt_ps(x.lo, y.lo), _mm_cmpgt_ps(x.hi, y.hi));
+    return from_sse2(Cmp::sse2(x.lo, y.lo), Cmp::sse2(x.hi, y.hi));
   }
 #endif
   if constexpr (kGenericLanes<T>) {
-    return lane_mask(a, b, [](T x, T y) { return x > y; });
+    return lane_mask(a, b, [](T x, T y) { return Cmp::lane(x, y); });
   } else {
-    return a > b;
+    return Cmp::vec(a, b);
   }
 }
 
-// a < b, lane-wise (false where either is NaN).
+// a > b
+template <typename T>
+C10_ALWAYS_INLINE Vectorized<T> mask_gt(const Vectorized<T>& a, const Vectorized<T>& b) {
+  return compare_lanes<CmpGt>(a, b);
+}
+
+// a < b
 template <typename T>
 C10_ALWAYS_INLINE Vectorized<T> mask_lt(const Vectorized<T>& a, const Vectorized<T>& b) {
   return mask_gt(b, a);
 }
 
-// a >= b, lane-wise (false where either is NaN).
+// a >= b
 template <typename T>
 C10_ALWAYS_INLINE Vectorized<T> mask_ge(const Vectorized<T>& a, const Vectorized<T>& b) {
-#if defined(NPU_EXT_SSE2_LANES)
-  if constexpr (std::is_same_v<T, float>) {
-    const Sse2Halves x = sse2_halves(a), y = sse2_halves(b);
-    return from_sse2(_mm_cmpge_ps(x.lo, y.lo), _mm_cmpge_ps(x.hi, y.hi));
-  }
-#endif
-  if constexpr (kGenericLanes<T>) {
-    return lane_mask(a, b, [](T x, T y) { return x >= y; });
-  } else {
-    return a >= b;
-  }
+  return compare_lanes<CmpGe>(a, b);
 }
 
-// a <= b, lane-wise (false where either is NaN). Its own compare, not mask_ge(b, a): a compare instruction takes
-// a memory operand only as its second operand, so the operand order decides whether a constant b needs a load.
+// a <= b. Its own compare, not mask_ge(b, a): a compare instruction takes a memory operand only as its second
+// operand, so the operand order decides whether a constant b needs a load.
 template <typename T>
 C10_ALWAYS_INLINE Vectorized<T> mask_le(const Vectorized<T>& a, const Vectorized<T>& b) {
-#if defined(NPU_EXT_SSE2_LANES)
-  if constexpr (std::is_same_v<T, float>) {
-    const Sse2Halves x = sse2_halves(a), y = sse2_halves(b);
-    return from_sse2(_mm_cmple_ps(x.lo, y.lo), _mm_cmple_ps(x.hi, y.hi));
-  }
-#endif
-  if constexpr (kGenericLanes<T>) {
-    return lane_mask(a, b, [](T x, T y) { return x <= y; });
-  } else {
-    return a <= b;
-  }
+  return compare_lanes<CmpLe>(a, b);
 }
 
 // mask ? b : a, lane-wise (mask lanes all ones or all zeros), as Vectorized::blendv.
