@@ -143,7 +143,7 @@ at::Tensor sms_autograd(const at::Tensor& x, const at::Tensor& mask, double scal
 //   d x     = grad
 //   d bias  = grouped_bias_add_grad(grad)                    (grad * probs, in the compute dtype, with probs)
 //   d probs = sum over the last dim of grad * bias[group]    (in the compute dtype, then probs' dtype; the
-//             bias rows spread by this op itself: zeros + bias)
+//             bias rows spread by this op itself: a zero-stride zero + bias)
 // The compute dtype is fp32 for fp16/bf16 x (fp64 for fp64): the products are not rounded to 16 bits before
 // the fp32 sums, as autograd of the PyTorch expression `x + probs * bias_rows` with fp32 probs computes them.
 struct GroupedBiasAddBackward : public Node {
@@ -173,22 +173,27 @@ struct GroupedBiasAddBackward : public Node {
     }
     const at::Tensor probs = probs_.unpack();
     const at::ScalarType acc = at::toOpMathType(g.scalar_type());
-    const at::Tensor g_acc = g.to(acc);
+    at::Tensor g_acc = g.to(acc);
+    // Outside create_graph, the temporaries are overwritten in place: these are 4 B per element of the whole
+    // activation (fresh pages each), which cost more than the arithmetic (docs/performance.md, Megatron rows).
+    const bool in_place = !at::GradMode::is_enabled();
+    if (want_probs) {
+      // bias[group of each row], spread over grad's rows by the forward op itself (a zero-stride zero + bias),
+      // times grad, summed over the last dim.
+      at::Tensor rows = backward_op([&] {
+        return gba_op().call(at::zeros({}, g_acc.options()).expand_symint(g.sym_sizes()), bias_.unpack().to(acc),
+                             group_idx, group_idx_type_, c10::nullopt);
+      });
+      rows = in_place ? rows.mul_(g_acc) : rows * g_acc;
+      out[3] = rows.sum(-1).to(probs.scalar_type()).reshape_symint(probs.sym_sizes());
+    }
     if (want_bias) {
       // probs as a column against grad's rows: (N, 1) or (G, C, 1).
       const at::Tensor p = probs.to(acc).reshape_symint(g.sym_sizes().slice(0, g.dim() - 1)).unsqueeze(-1);
-      const at::Tensor gp = g_acc * p;
+      const at::Tensor gp = in_place && !g_acc.is_same(g) ? g_acc.mul_(p) : g_acc * p;  // never grad itself
       out[1] = backward_op([&] { return gba_grad_op().call(gp, group_idx, group_idx_type_); })
                    .to(g.scalar_type())
                    .reshape_symint(bias_shape_);
-    }
-    if (want_probs) {
-      // bias[group of each row], spread over grad's rows by the forward op itself (zeros + bias).
-      const at::Tensor rows = backward_op([&] {
-        return gba_op().call(at::zeros_symint(g.sym_sizes(), g_acc.options()), bias_.unpack().to(acc), group_idx,
-                             group_idx_type_, c10::nullopt);
-      });
-      out[3] = (g_acc * rows).sum(-1).to(probs.scalar_type()).reshape_symint(probs.sym_sizes());
     }
     return out;
   }
