@@ -41,17 +41,11 @@ constexpr int64_t kPrefetchBytes = 8192;     // prefetch distance, in whole rows
 // floor for bf16 at 8 MB); SSE2 directly, 64 bytes of the row per iteration, is 1.0x.
 template <typename scalar_t>
 C10_ALWAYS_INLINE void add_row_sse2(float* acc, const scalar_t* row, int64_t w, int64_t ahead) {
-  constexpr bool kBf16 = std::is_same_v<scalar_t, c10::BFloat16>;
-  const __m128i zero = _mm_setzero_si128();
   const auto add8 = [&](int64_t h) {
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + h));
-    __m128i lo = _mm_unpacklo_epi16(zero, x), hi = _mm_unpackhi_epi16(zero, x);  // x << 16 in 32-bit lanes
-    if constexpr (!kBf16) {
-      lo = sse2_half_to_float_bits(lo);
-      hi = sse2_half_to_float_bits(hi);
-    }
-    _mm_storeu_ps(acc + h, _mm_add_ps(_mm_loadu_ps(acc + h), _mm_castsi128_ps(lo)));
-    _mm_storeu_ps(acc + h + 4, _mm_add_ps(_mm_loadu_ps(acc + h + 4), _mm_castsi128_ps(hi)));
+    __m128 lo, hi;
+    sse2_widen8<std::is_same_v<scalar_t, c10::BFloat16>>(reinterpret_cast<const uint16_t*>(row + h), lo, hi);
+    _mm_storeu_ps(acc + h, _mm_add_ps(_mm_loadu_ps(acc + h), lo));
+    _mm_storeu_ps(acc + h + 4, _mm_add_ps(_mm_loadu_ps(acc + h + 4), hi));
   };
   int64_t h = 0;
   for (; h + 32 <= w; h += 32) {

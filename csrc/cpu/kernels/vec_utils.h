@@ -111,20 +111,29 @@ C10_ALWAYS_INLINE __m128i sse2_pack_u16(__m128i lo, __m128i hi) {
   return _mm_packs_epi32(_mm_srai_epi32(_mm_slli_epi32(lo, 16), 16), _mm_srai_epi32(_mm_slli_epi32(hi, 16), 16));
 }
 
+// 8 16-bit values at `in` as two fp32 vectors (elements 0-3 and 4-7).
+template <bool kBf16>
+C10_ALWAYS_INLINE void sse2_widen8(const uint16_t* in, __m128& lo, __m128& hi) {
+  const __m128i zero = _mm_setzero_si128();
+  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
+  __m128i l = _mm_unpacklo_epi16(zero, x), h = _mm_unpackhi_epi16(zero, x);  // x << 16 in 32-bit lanes
+  if constexpr (!kBf16) {
+    l = sse2_half_to_float_bits(l);
+    h = sse2_half_to_float_bits(h);
+  }
+  lo = _mm_castsi128_ps(l);
+  hi = _mm_castsi128_ps(h);
+}
+
 // 16-bit -> fp32 (sse2_widen) and back (sse2_narrow) for N elements, N a multiple of 8.
 template <int N, bool kBf16>
 C10_ALWAYS_INLINE void sse2_widen(const uint16_t* in, float* out) {
   static_assert(N % 8 == 0, "whole SSE2 steps");
-  const __m128i zero = _mm_setzero_si128();
   for (int k = 0; k < N; k += 8) {
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + k));
-    __m128i lo = _mm_unpacklo_epi16(zero, x), hi = _mm_unpackhi_epi16(zero, x);  // x << 16 in 32-bit lanes
-    if constexpr (!kBf16) {
-      lo = sse2_half_to_float_bits(lo);
-      hi = sse2_half_to_float_bits(hi);
-    }
-    _mm_storeu_ps(out + k, _mm_castsi128_ps(lo));
-    _mm_storeu_ps(out + k + 4, _mm_castsi128_ps(hi));
+    __m128 lo, hi;
+    sse2_widen8<kBf16>(in + k, lo, hi);
+    _mm_storeu_ps(out + k, lo);
+    _mm_storeu_ps(out + k + 4, hi);
   }
 }
 
