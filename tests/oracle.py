@@ -151,3 +151,28 @@ def assert_accurate(actual, expected, dtype, what="", small=None):
     assert max_rel < 10 * t, f"{what}: max relative error {max_rel:.3e} >= {10 * t:.3e}"
     assert tiny_abs < small, f"{what}: absolute error {tiny_abs:.3e} on tiny outputs"
     return mean_rel, max_rel
+
+
+def binades(actual, expected, dtype, small):
+    """[(k, count, mean rel err)] per binade of |expected| (finite, non-tiny outputs)."""
+    e = expected_in(expected, dtype).reshape(-1)
+    a = actual.to(torch.float64).reshape(-1)
+    small = SMALL[dtype] if small is None else small
+    keep = torch.isfinite(e) & (e.abs() >= small)
+    k = torch.floor(torch.log2(e[keep].abs())).long()
+    rel = (a[keep] - e[keep]).abs() / e[keep].abs()
+    rows = []
+    for b in torch.unique(k).tolist():
+        r = rel[k == b]
+        if r.numel() >= 16:
+            rows.append((b, r.numel(), r.mean().item()))
+    return rows
+
+
+def assert_accurate_per_binade(actual, expected, dtype, what="", small=None):
+    """assert_accurate, and the mean bound also within every binade of the output (binades: at least 16
+    outputs), so that a region of the range (e.g. gelu's far left tail) cannot hide in the whole-range mean."""
+    assert_accurate(actual, expected, dtype, what, small=small)
+    t = THRESHOLD[dtype]
+    bad = [(b, n, m) for b, n, m in binades(actual, expected, dtype, small) if m >= t]
+    assert not bad, f"{what}: mean relative error >= T={t:.2e} in binades (2^k, count, mean): {bad}"

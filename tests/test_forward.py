@@ -3,6 +3,7 @@ wrappers: values against independent references (native PyTorch, float64 composi
 device-generic ATen composite against the CPU kernels, mask adaptation, opcheck, and pinned error messages.
 """
 
+import math
 import os
 
 import expecttest
@@ -12,7 +13,8 @@ import torch.nn.functional as F
 
 import torch_ext
 from helpers import DeviceErrorTestCase, make, python_frames, zeros
-from oracle import assert_accurate
+import samples
+from oracle import assert_accurate, assert_accurate_per_binade
 
 ops = torch.ops.npu_ext
 f64 = torch.float64
@@ -58,6 +60,28 @@ def test_pointwise_values(dtype, layout):
     for eps in (None, 0.1):
         pe = p.to(f64) if eps is None else p.to(f64).clamp(eps, 1 - eps)
         assert_accurate(torch_ext.logit(p, eps), torch.log(pe / (1 - pe)), dtype, f"logit eps={eps}")
+
+
+def ref_gelu(x, approximate):
+    """gelu in float64 with no cancellation in the left tail: x Phi(x) with Phi from erfc, and the tanh form as
+    x / (1 + exp(-2u)) (F.gelu's 1 + erf / 1 + tanh lose every digit there, even in float64)."""
+    x = x.to(f64)
+    if approximate == "none":
+        return x * 0.5 * torch.special.erfc(-x / math.sqrt(2))
+    u = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
+    return x / (1 + torch.exp(-2 * u))
+
+
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_whole_normal_range(dtype, approximate):
+    """The forward gelu over the whole normal range of x (every binade, both signs: x / 2 for tiny x, x for large
+    x) and over its left tail, where the output sweeps down through every normal binade: every normal output
+    within SPEC.md's relative bounds, also per output binade (as tests/test_range.py holds the backward ops)."""
+    (_, x), _ = samples.OPS["gelu_backward_v2"].range_make(dtype, samples.generator(11), approximate)
+    x = torch.cat([x, x.new_tensor([float("inf"), -float("inf"), float("nan"), 0.0, -0.0])])
+    assert_accurate_per_binade(torch_ext.gelu(x, approximate), ref_gelu(x, approximate), dtype, f"gelu {approximate}",
+                               small=torch.finfo(dtype).tiny)
 
 
 @pytest.mark.parametrize("dtype", LOW + [f64])

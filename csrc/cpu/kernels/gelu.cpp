@@ -23,13 +23,15 @@ void gelu_impl(at::TensorIteratorBase& iter, GeluApproximate approximate) {
     const Vec kBeta(static_cast<opmath_t>(M_SQRT2 * M_2_SQRTPI * 0.5));  // sqrt(2/pi)
     const Vec kKappa(static_cast<opmath_t>(0.044715));
     if constexpr (std::is_same_v<opmath_t, float>) {
-      // 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)): one exponential and one division, no tanh and no
-      // cancellation (exp overflowing to inf gives -0 for large negative x, as the limit).
+      // 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)) = x e / (1 + e) with e = exp(-2|u|) in (0, 1] (the second form
+      // for u < 0, chosen by u's sign bit): one exponential that cannot overflow and one division, no tanh and no
+      // cancellation, so the left tail keeps its relative accuracy down to the smallest normal output (an
+      // exp(-2u) that overflowed to inf gave 0 there, for x < -10.06).
       const Vec kM2Log2e(static_cast<float>(-2.0 * 1.4426950408889634));
       unary_vec_kernel<scalar_t>(iter, [=](const Vec& x) {
         const Vec u = kBeta * (x + kKappa * x * x * x);
-        const Vec e = fast_exp2(at::vec::clamp_max(kM2Log2e * u, Vec(200.0f)));
-        return x / (kOne + e);
+        const Vec e = fast_exp2(kM2Log2e * u.abs());
+        return select_sign(u, x * e, x) / (kOne + e);
       });
     } else {
       // fp64: ATen's formula with Sleef's tanh.
@@ -39,16 +41,19 @@ void gelu_impl(at::TensorIteratorBase& iter, GeluApproximate approximate) {
       });
     }
   } else if constexpr (std::is_same_v<opmath_t, float>) {
-    // x * Phi(x) with Phi(-|x|) = r * e from normal_tail (the cdf of gelu_backward_v2's fp32 kernel): no
-    // 1 + erf cancellation in the left tail, relative accuracy down to the smallest normal output;
-    // Phi(|x|) = 1 - Phi(-|x|). x is clamped to +-1e18 for normal_tail, so that Phi(+-inf) is 1 and 0:
-    // gelu(inf) = inf, gelu(-inf) = NaN (-inf * 0), as ATen.
+    // x * Phi(x) from normal_tail (the cdf of gelu_backward_v2's fp32 kernel): with m = s * p * e = |x| Phi(-|x|),
+    // gelu = -m for x < 0 and x - m for x >= 0 (x * (1 - Phi(-|x|))), chosen by x's sign bit (-0.0 gives -0.0): no
+    // 1 + erf cancellation in the left tail, relative accuracy down to the smallest normal output (s = |x| / 4 is
+    // subnormal for |x| < 2^-124: outputs in the lowest normal binade keep 22 significant bits). x is capped
+    // at 1e18 for normal_tail, so that gelu(inf) = inf - 0 = inf; -inf gives s = inf / inf = NaN there, as
+    // ATen's -inf * 0.
     const Vec kHuge(1e18f);
+    const Vec kSign(-0.0f);
     unary_vec_kernel<scalar_t>(iter, [=](const Vec& x) {
-      Vec e, r;
-      normal_tail<std::is_same_v<scalar_t, c10::BFloat16>>(at::vec::clamp(x, -kHuge, kHuge), e, r);
-      const Vec q = r * e;
-      return x * select_negative(x, q, kOne - q);
+      Vec e, s, p;
+      normal_tail<std::is_same_v<scalar_t, c10::BFloat16>, true>(at::vec::clamp_max(x, kHuge), e, s, p);
+      const Vec m = s * (p * e);  // p * e = 4 Phi(-|x|) / t first: s * p underflows for tiny |x|
+      return select_sign(x, m ^ kSign, x - m);
     });
   } else {
     // fp64: ATen's formula x * 0.5 * (1 + erf(x / sqrt(2))) with Sleef's erf.

@@ -13,12 +13,12 @@ namespace {
 
 // d/dx [x * Phi(x)] = Phi(x) + x * phi(x), phi(x) = exp(-x^2/2) / sqrt(2*pi).
 //
-// fp32: with e = exp(-x^2/2) and r = erfcx(|x|/sqrt2) / 2 from normal_tail (Phi(-|x|) = r * e, each factor
+// fp32: with e = exp(-x^2/2) and r = (1 - s) * p = erfcx(|x|/sqrt2) / 2 from normal_tail (Phi(-|x|) = r * e, each factor
 // scaled there by 2^+-32, and x / sqrt(2pi) here as well), the gradient is e * (x / sqrt(2pi) + r) for x < 0
 // and 1 + e * (x / sqrt(2pi) - r) for x >= 0: base + e * (x / sqrt(2pi) - copysign(r, x)), both parts chosen
 // by x's sign bit (-0.0 takes the first form; both give exactly 0.5 at 0). No 1 - Phi cancellation in either
 // tail, one exponential, and relative accuracy on every normal fp32 output, far left tail included.
-// x = +-inf gives NaN (inf * 0), as the formula does (normal_tail's r is NaN there too).
+// x = +-inf gives NaN (inf * 0), as the formula does (normal_tail's p is NaN there too).
 // fp64 (gradcheck only): the exact formula with Sleef's erfc/exp.
 // kBf16: the result is rounded to bf16 (normal_tail's shorter polynomials).
 template <typename T, bool kBf16 = false>
@@ -31,8 +31,9 @@ C10_ALWAYS_INLINE Vectorized<T> gelu_erf_grad(const Vectorized<T>& g, const Vect
     return g * (cdf + x * pdf);
   } else {
     const Vec kInvSqrt2Pi(static_cast<float>(M_2_SQRTPI * M_SQRT1_2 * 0.5 * kTailScale));
-    Vec e, r;
-    normal_tail<kBf16>(x, e, r);
+    Vec e, s, p;
+    normal_tail<kBf16>(x, e, s, p);
+    const Vec r = at::vec::fnmadd(s, p, p);  // (1 - s) p, rounded once
     const Vec base = select_sign(x, Vec(0.0f), Vec(1.0f));
     return g * at::vec::fmadd(e, at::vec::fmsub(kInvSqrt2Pi, x, r ^ (x & Vec(-0.0f))), base);
   }

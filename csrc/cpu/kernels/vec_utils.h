@@ -670,54 +670,114 @@ C10_ALWAYS_INLINE Vectorized<float> tail_pow2(const Vectorized<float>& ws) {
 #endif
 }
 
-// The standard normal tail in fp32, as two scaled factors: e = exp(-x^2/2) 2^32 and r = erfcx(|x|/sqrt2) 2^-32 / 2,
-// so that Phi(-|x|) = r * e with no cancellation (gelu's cdf, forward and backward); a caller scales any other
-// term it multiplies by e by 2^-32 as well. The scale keeps e a normal number wherever a product with it can be
-// a nonzero fp32 number, so a single exponent-field factor builds it (tail_pow2); for x^2 >= 220 (|x| >= 14.83,
-// exp(-x^2/2) < 2^-158.5), where those products are under the smallest subnormal, e is 0.
+#if defined(CPU_CAPABILITY_AVX2) || defined(CPU_CAPABILITY_AVX512)
+// normal_tail's exponential on AVX2 and AVX-512, in eighths: 2^w = 2^(n8 / 8) 2^(f8 / 8) with n8 = round(8w) and
+// |f8| <= 1/2. 2^(n8 / 8) = 2^(n8 >> 3) 2^((n8 & 7) / 8) comes whole from the exponent field and an 8-entry table of
+// significands, looked up with one lane permute (vpermd: only the index's low 3 bits count, so ws's own bits index
+// it), and 2^(f8 / 8) needs a polynomial of degree 3 where the full-binade 2^f of exp2_fraction takes degree 5:
+// two multiply-adds fewer. The portable variant has no lane permute and keeps exp2_fraction.
+#define NPU_EXT_EXP2_EIGHTHS 1
+
+// 2^(f8 / 8) for |f8| <= 1/2: 1 + f8 Q(f8), Q fitted by tools/fit_exp2.py --eighths (relative error 2.7e-8 with
+// fp32 coefficients; --eighths --degree 1 for bf16 results: 3.5e-6).
+template <bool kBf16 = false>
+C10_ALWAYS_INLINE Vectorized<float> exp2_eighth_fraction(const Vectorized<float>& f8) {
+  using Vec = Vectorized<float>;
+  Vec p;
+  if constexpr (kBf16) {
+    p = at::vec::fmadd(Vec(3.7535971496254206e-3f), f8, Vec(8.66636410355568e-2f));
+  } else {
+    p = at::vec::fmadd(Vec(1.0839105380000547e-4f), f8, Vec(3.7540255580097437e-3f));
+    p = at::vec::fmadd(p, f8, Vec(8.664340525865555e-2f));
+  }
+  return at::vec::fmadd(p, f8, Vec(1.0f));
+}
+
+// 2^(n8 / 8 + kTailScaleExp) as a float, from ws = n8 + 1.5 * 2^23 for an integer n8 in [-8 (kTailScaleExp + 127),
+// 0]: ws's low 12 bits hold n8 in two's complement, a shift by 20 puts n8 >> 3 into the exponent field (and
+// j = n8 & 7 above the significand's top bits), and the table entry for j adds the bias, the significand of
+// 2^(j / 8) rounded to fp32 (relative error <= 3.2e-8) and takes j << 20 back out. n8 = -8 (kTailScaleExp + 127)
+// leaves the field 0 and j = 0, which is +0; n8 >> 3 = -(kTailScaleExp + 127) with j > 0 gives a subnormal whose
+// products in normal_tail underflow to 0 all the same.
+C10_ALWAYS_INLINE Vectorized<float> tail_pow2_eighths(const Vectorized<float>& ws) {
+  constexpr uint32_t kBias = uint32_t(127 + kTailScaleExp) << 23;
+  // significands of 2^(j / 8), j = 0..7, rounded to fp32
+  constexpr uint32_t kSig[8] = {0x000000u, 0x0b95c2u, 0x1837f0u, 0x25fed7u, 0x3504f3u, 0x45672au, 0x5744fdu, 0x6ac0c7u};
+#define NPU_EXT_EIGHTH(j) static_cast<int32_t>(kBias + kSig[j] - (uint32_t(j) << 20))
+#if defined(CPU_CAPABILITY_AVX512)
+  const __m512i table = _mm512_setr_epi32(NPU_EXT_EIGHTH(0), NPU_EXT_EIGHTH(1), NPU_EXT_EIGHTH(2), NPU_EXT_EIGHTH(3),
+                                          NPU_EXT_EIGHTH(4), NPU_EXT_EIGHTH(5), NPU_EXT_EIGHTH(6), NPU_EXT_EIGHTH(7),
+                                          NPU_EXT_EIGHTH(0), NPU_EXT_EIGHTH(1), NPU_EXT_EIGHTH(2), NPU_EXT_EIGHTH(3),
+                                          NPU_EXT_EIGHTH(4), NPU_EXT_EIGHTH(5), NPU_EXT_EIGHTH(6), NPU_EXT_EIGHTH(7));
+  const __m512i wi = _mm512_castps_si512(ws);  // vpermd on zmm reads 4 index bits: the table is there twice
+  return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(wi, 20), _mm512_permutexvar_epi32(wi, table)));
+#else
+  const __m256i table = _mm256_setr_epi32(NPU_EXT_EIGHTH(0), NPU_EXT_EIGHTH(1), NPU_EXT_EIGHTH(2), NPU_EXT_EIGHTH(3),
+                                          NPU_EXT_EIGHTH(4), NPU_EXT_EIGHTH(5), NPU_EXT_EIGHTH(6), NPU_EXT_EIGHTH(7));
+  const __m256i wi = _mm256_castps_si256(ws);
+  return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(wi, 20), _mm256_permutevar8x32_epi32(table, wi)));
+#endif
+#undef NPU_EXT_EIGHTH
+}
+#endif
+
+// The standard normal tail in fp32, as scaled factors: Phi(-|x|) = e * t * p with e = exp(-x^2/2) 2^32,
+// t * p = erfcx(|x|/sqrt2) 2^-32 / 2 and t = 1 - s = K / (K + |x|), s = |x| / (K + |x|), K = 4 (no cancellation:
+// gelu's cdf, forward and backward). kForward scales p by K as well, so that x Phi(-|x|) = -s * p * e for x < 0
+// (|x| t = K s): two products, no third. A caller scales any other term it multiplies by e by 2^-32 as well. The
+// scale keeps e a normal number wherever a product with it can be a nonzero fp32 number, so a single
+// exponent-field factor builds it (tail_pow2, tail_pow2_eighths); for x^2 >= 220.5 (|x| >= 14.85,
+// exp(-x^2/2) < 2^-159), where those products are under the smallest subnormal, e is 0.
 // exp(-x^2/2) = 2^w, w = -x^2 log2(e) / 2 = n + f: n = round(w) by adding and removing 1.5 * 2^23 (exact for
 // these w, never folded without -ffast-math), f = w - n with w unrounded (one fused multiply-add), 2^f from
-// exp2_fraction; x^2 is capped at 220 (NaN passes) so that n >= -159. r = t * (1/2 + s * P7(s)) with
-// a = |x| / (2 sqrt2), t = 1 / (1 + a), s = a * t, P7 fitted by tools/fit_gelu_erfcx.py (relative minimax over
-// |x| <= 14, which covers every x whose gelu or gelu gradient is a normal fp32 number): relative error 1.6e-7
-// with its fp32 coefficients. At x = 0, s = 0 and t = 1 exactly (a true division), so r * e = 1/2 exactly.
-// x = +-inf gives e = 0 and r = NaN (inf * 0 in s): a caller that needs Phi there clamps x first. The same
-// expression in every ISA variant. kBf16: for results rounded to bf16 (8 significant bits), P of degree 5 and
-// a degree-3 exp2_fraction (relative errors 1.5e-6 and 2.8e-6, against bf16's half ulp of 2^-9 = 2e-3): three
-// multiply-adds fewer, of the 20 or so that bound these kernels' speed. A result then rounds to the other
-// neighbour of the exact value only within about 4e-6 of a midpoint (some 0.2% of random inputs, 1 ulp);
-// fp32 and fp16 keep the full polynomials.
-template <bool kBf16 = false>
-C10_ALWAYS_INLINE void normal_tail(const Vectorized<float>& x, Vectorized<float>& e, Vectorized<float>& r) {
+// exp2_fraction (AVX2 and AVX-512: in eighths, see tail_pow2_eighths); x^2 is capped (NaN passes) so that
+// n >= -159. p = 1/2 + s P7(s): s is one division and t one subtraction, P7 fitted by tools/fit_gelu_erfcx.py
+// (relative minimax over |x| <= 14, which covers every x whose gelu or gelu gradient is a normal fp32 number):
+// relative error 8.2e-8 with its fp32 coefficients. t = 1 - s carries s's rounding into t relatively amplified by
+// s / t (3.5 at |x| = 14), where erfcx is a correction of 1/x^2 to the gradient's x / sqrt(2 pi) term; the
+// forward, whose left tail is t * p itself, uses s alone. At x = 0, s = 0 and t = 1 exactly, so t * p * e = 1/2
+// exactly. x = +-inf gives e = 0 and s = inf / inf = NaN: a caller that needs Phi there clamps x first. The
+// same expression in every ISA variant but for the exponential's reduction. kBf16: for results rounded to bf16
+// (8 significant bits), P of degree 5 and an exp2 polynomial one degree shorter (relative errors 3.3e-6 and
+// 3.5e-6, 2.8e-6 in the portable variant, against bf16's half ulp of 2^-9 = 2e-3): three multiply-adds fewer, of
+// the 20 or so that bound these kernels' speed. A result then rounds to the other neighbour of the exact value
+// only within about 7e-6 of a midpoint (1 ulp); fp32 and fp16 keep the full polynomials.
+template <bool kBf16 = false, bool kForward = false>
+C10_ALWAYS_INLINE void normal_tail(const Vectorized<float>& x, Vectorized<float>& e, Vectorized<float>& s,
+                                   Vectorized<float>& p) {
   using Vec = Vectorized<float>;
-  constexpr float kScale = static_cast<float>(kTailScale);
+  constexpr float kScale = static_cast<float>(kTailScale) * (kForward ? 4.0f : 1.0f);  // (K 2^-32 or 2^-32)
+  const Vec shifter(12582912.0f);
+#if defined(NPU_EXT_EXP2_EIGHTHS)
+  // in eighths (tail_pow2_eighths): 8w = x^2 * (-4 log2(e)), x^2 capped at 220.5 where round(8w) = -1272 = -8 * 159
+  const Vec kMinus4Log2e(float(-4.0 * 1.4426950408889634));
+  const Vec x_sq = at::vec::clamp_max(x * x, Vec(220.5f));
+  const Vec ws = at::vec::fmadd(x_sq, kMinus4Log2e, shifter);
+  e = exp2_eighth_fraction<kBf16>(at::vec::fmsub(x_sq, kMinus4Log2e, ws - shifter)) * tail_pow2_eighths(ws);
+#else
   const Vec kMinusHalfLog2e(float(-0.5 * 1.4426950408889634));
   const Vec x_sq = at::vec::clamp_max(x * x, Vec(220.0f));
-  const Vec shifter(12582912.0f);
   const Vec ws = at::vec::fmadd(x_sq, kMinusHalfLog2e, shifter);
   e = exp2_fraction<kBf16>(at::vec::fmsub(x_sq, kMinusHalfLog2e, ws - shifter)) * tail_pow2(ws);
-  const Vec one(1.0f);
-  const Vec a = Vec(float(0.5 * M_SQRT1_2)) * x.abs();
-  const Vec t = one / (one + a);
-  const Vec s = a * t;
-  Vec p;
-  if constexpr (kBf16) {  // P of degree 5: 1.45e-6 (tools/fit_gelu_erfcx.py --degree 5)
-    p = at::vec::fmadd(Vec(0.044293567538261414f * kScale), s, Vec(-0.08681447058916092f * kScale));
-    p = at::vec::fmadd(p, s, Vec(-0.03503255173563957f * kScale));
-    p = at::vec::fmadd(p, s, Vec(0.10386638343334198f * kScale));
-    p = at::vec::fmadd(p, s, Vec(0.24321672320365906f * kScale));
-    p = at::vec::fmadd(p, s, Vec(-0.628362774848938f * kScale));
+#endif
+  const Vec ax = x.abs();
+  s = ax / (Vec(4.0f) + ax);  // K = 4 (tools/fit_gelu_erfcx.py)
+  if constexpr (kBf16) {  // P of degree 5: 3.3e-6 (tools/fit_gelu_erfcx.py --degree 5)
+    p = at::vec::fmadd(Vec(-0.07686958461999893f * kScale), s, Vec(0.176067516207695f * kScale));
+    p = at::vec::fmadd(p, s, Vec(0.09268739074468613f * kScale));
+    p = at::vec::fmadd(p, s, Vec(-0.8066293001174927f * kScale));
+    p = at::vec::fmadd(p, s, Vec(1.309924840927124f * kScale));
+    p = at::vec::fmadd(p, s, Vec(-1.0958493947982788f * kScale));
   } else {
-    p = at::vec::fmadd(Vec(-0.029236875474452972f * kScale), s, Vec(0.09291825443506241f * kScale));
-    p = at::vec::fmadd(p, s, Vec(-0.07296497374773026f * kScale));
-    p = at::vec::fmadd(p, s, Vec(-0.01279410719871521f * kScale));
-    p = at::vec::fmadd(p, s, Vec(-0.05893006920814514f * kScale));
-    p = at::vec::fmadd(p, s, Vec(0.10729470103979111f * kScale));
-    p = at::vec::fmadd(p, s, Vec(0.2431333065032959f * kScale));
-    p = at::vec::fmadd(p, s, Vec(-0.6283763647079468f * kScale));
+    p = at::vec::fmadd(Vec(0.02599356323480606f * kScale), s, Vec(-0.05397777259349823f * kScale));
+    p = at::vec::fmadd(p, s, Vec(-0.05175934359431267f * kScale));
+    p = at::vec::fmadd(p, s, Vec(0.19628939032554626f * kScale));
+    p = at::vec::fmadd(p, s, Vec(0.06756842881441116f * kScale));
+    p = at::vec::fmadd(p, s, Vec(-0.7969099879264832f * kScale));
+    p = at::vec::fmadd(p, s, Vec(1.3083596229553223f * kScale));
+    p = at::vec::fmadd(p, s, Vec(-1.0957660675048828f * kScale));
   }
   p = at::vec::fmadd(p, s, Vec(0.5f * kScale));
-  r = t * p;
 }
 
 // x's sign bit set ? a : b, lane-wise (-0.0 picks a; a NaN picks by its sign bit).
