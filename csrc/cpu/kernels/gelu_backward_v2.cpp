@@ -21,6 +21,17 @@ namespace {
 // x = +-inf gives NaN (inf * 0), as the formula does (normal_tail's p is NaN there too).
 // fp64 (gradcheck only): the exact formula with Sleef's erfc/exp.
 // kBf16: the result is rounded to bf16 (normal_tail's shorter polynomials).
+// The fp32 form is generic over the lane type (x86-64's DEFAULT variant runs it on SSE2 halves, vec_utils.h).
+template <bool kBf16, typename V>
+C10_ALWAYS_INLINE V gelu_erf_grad_f32(const V& g, const V& x) {
+  const V kInvSqrt2Pi(static_cast<float>(M_2_SQRTPI * M_SQRT1_2 * 0.5 * kTailScale));
+  V e, s, p;
+  normal_tail<kBf16>(x, e, s, p);
+  const V r = vfnmadd(s, p, p);  // (1 - s) p, rounded once where there is an FMA
+  const V base = select_sign(x, V(0.0f), V(1.0f));
+  return g * vfmadd(e, vfmsub(kInvSqrt2Pi, x, r ^ (x & V(-0.0f))), base);
+}
+
 template <typename T, bool kBf16 = false>
 C10_ALWAYS_INLINE Vectorized<T> gelu_erf_grad(const Vectorized<T>& g, const Vectorized<T>& x) {
   using Vec = Vectorized<T>;
@@ -30,12 +41,11 @@ C10_ALWAYS_INLINE Vectorized<T> gelu_erf_grad(const Vectorized<T>& g, const Vect
     const Vec pdf = kInvSqrt2Pi * (Vec(-0.5) * x * x).exp();
     return g * (cdf + x * pdf);
   } else {
-    const Vec kInvSqrt2Pi(static_cast<float>(M_2_SQRTPI * M_SQRT1_2 * 0.5 * kTailScale));
-    Vec e, s, p;
-    normal_tail<kBf16>(x, e, s, p);
-    const Vec r = at::vec::fnmadd(s, p, p);  // (1 - s) p, rounded once
-    const Vec base = select_sign(x, Vec(0.0f), Vec(1.0f));
-    return g * at::vec::fmadd(e, at::vec::fmsub(kInvSqrt2Pi, x, r ^ (x & Vec(-0.0f))), base);
+#if defined(NPU_EXT_SSE2_LANES)
+    return on_sse2_halves(g, x, [](Sse2F gh, Sse2F xh) { return gelu_erf_grad_f32<kBf16>(gh, xh); });
+#else
+    return gelu_erf_grad_f32<kBf16>(g, x);
+#endif
   }
 }
 

@@ -575,6 +575,67 @@ C10_ALWAYS_INLINE Vectorized<T> blend(const Vectorized<T>& a, const Vectorized<T
   }
 }
 
+// The at::vec operations of normal_tail and the gelu erf kernels, generic over the lane type: at::vec's
+// Vectorized<float> everywhere, and on x86-64's DEFAULT variant Sse2F, four fp32 lanes in one SSE2 register.
+// at::vec's generic Vectorized<float> keeps its 8 lanes in memory between operations (28 instructions per
+// element for gelu_backward_v2); those kernels run on two Sse2F halves instead, with the same operations in
+// the same order (a * b + c as two roundings, as at::vec's generic fmadd), so the results are the same bits.
+template <typename V>
+C10_ALWAYS_INLINE V vfmadd(const V& a, const V& b, const V& c) {
+  return at::vec::fmadd(a, b, c);
+}
+template <typename V>
+C10_ALWAYS_INLINE V vfmsub(const V& a, const V& b, const V& c) {
+  return at::vec::fmsub(a, b, c);
+}
+template <typename V>
+C10_ALWAYS_INLINE V vfnmadd(const V& a, const V& b, const V& c) {
+  return at::vec::fnmadd(a, b, c);
+}
+template <typename V>
+C10_ALWAYS_INLINE V vclamp_max(const V& a, const V& max) {
+  return at::vec::clamp_max(a, max);
+}
+template <typename V>
+C10_ALWAYS_INLINE V vabs(const V& a) {
+  return a.abs();
+}
+
+#if defined(NPU_EXT_SSE2_LANES)
+struct Sse2F {
+  __m128 v;
+  Sse2F() = default;
+  Sse2F(__m128 x) : v(x) {}  // NOLINT: implicit, as at::vec's Vectorized from its register type
+  explicit Sse2F(float f) : v(_mm_set1_ps(f)) {}
+  operator __m128() const { return v; }  // NOLINT
+};
+C10_ALWAYS_INLINE Sse2F operator+(Sse2F a, Sse2F b) { return _mm_add_ps(a, b); }
+C10_ALWAYS_INLINE Sse2F operator-(Sse2F a, Sse2F b) { return _mm_sub_ps(a, b); }
+C10_ALWAYS_INLINE Sse2F operator*(Sse2F a, Sse2F b) { return _mm_mul_ps(a, b); }
+C10_ALWAYS_INLINE Sse2F operator/(Sse2F a, Sse2F b) { return _mm_div_ps(a, b); }
+C10_ALWAYS_INLINE Sse2F operator&(Sse2F a, Sse2F b) { return _mm_and_ps(a, b); }
+C10_ALWAYS_INLINE Sse2F operator^(Sse2F a, Sse2F b) { return _mm_xor_ps(a, b); }
+C10_ALWAYS_INLINE Sse2F vfmadd(Sse2F a, Sse2F b, Sse2F c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+C10_ALWAYS_INLINE Sse2F vfmsub(Sse2F a, Sse2F b, Sse2F c) { return _mm_sub_ps(_mm_mul_ps(a, b), c); }
+C10_ALWAYS_INLINE Sse2F vfnmadd(Sse2F a, Sse2F b, Sse2F c) { return _mm_sub_ps(c, _mm_mul_ps(a, b)); }
+// a > max ? max : a, as at::vec's generic clamp_max (a NaN a stays: minps returns its second operand then)
+C10_ALWAYS_INLINE Sse2F vclamp_max(Sse2F a, Sse2F max) { return _mm_min_ps(max, a); }
+C10_ALWAYS_INLINE Sse2F vabs(Sse2F a) { return _mm_andnot_ps(_mm_set1_ps(-0.0f), a); }
+
+// f(halves) on the two SSE2 halves of a generic Vectorized<float>, as one Vectorized<float>.
+template <typename F>
+C10_ALWAYS_INLINE Vectorized<float> on_sse2_halves(const Vectorized<float>& a, const F& f) {
+  const Sse2Halves h = sse2_halves(a);
+  return from_sse2(f(Sse2F(h.lo)), f(Sse2F(h.hi)));
+}
+template <typename F>
+C10_ALWAYS_INLINE Vectorized<float> on_sse2_halves(const Vectorized<float>& a, const Vectorized<float>& b,
+                                                   const F& f) {
+  const Sse2Halves ha = sse2_halves(a), hb = sse2_halves(b);
+  return from_sse2(f(Sse2F(ha.lo), Sse2F(hb.lo)), f(Sse2F(ha.hi), Sse2F(hb.hi)));
+}
+#endif
+
 // 2^w in float: w = n + f with n = round(w), |f| <= 1/2 (exact), 2^f by a degree-5 polynomial (relative error
 // 1.1e-7 with its fp32 coefficients), 2^n applied exactly. w is first clamped to [-151, 129] (NaN passes: the
 // max/min operand order returns w when it is NaN), so that w = -inf gives 0 and w = +inf gives inf, and 2^n is
@@ -582,20 +643,19 @@ C10_ALWAYS_INLINE Vectorized<T> blend(const Vectorized<T>& a, const Vectorized<T
 // exponent-field factors 2^(n/2) 2^(n - n/2) (one rounding, into the subnormals included).
 // 2^f for |f| <= 1/2: 1 + f Q(f), Q the relative minimax fit of tools/fit_exp2.py (2^0 = 1 exactly), in
 // Horner's form (fast_exp2's core, the same instructions in every variant).
-template <bool kBf16 = false>
-C10_ALWAYS_INLINE Vectorized<float> exp2_fraction(const Vectorized<float>& f) {
-  using Vec = Vectorized<float>;
+template <bool kBf16 = false, typename V>
+C10_ALWAYS_INLINE V exp2_fraction(const V& f) {
   if constexpr (kBf16) {  // Q of degree 3: 2.8e-6 (tools/fit_exp2.py --degree 3)
-    Vec p = at::vec::fmadd(Vec(9.582849219441414e-3f), f, Vec(5.590642988681793e-2f));
-    p = at::vec::fmadd(p, f, Vec(2.4024099111557007e-1f));
-    p = at::vec::fmadd(p, f, Vec(6.931241750717163e-1f));
-    return at::vec::fmadd(p, f, Vec(1.0f));
+    V p = vfmadd(V(9.582849219441414e-3f), f, V(5.590642988681793e-2f));
+    p = vfmadd(p, f, V(2.4024099111557007e-1f));
+    p = vfmadd(p, f, V(6.931241750717163e-1f));
+    return vfmadd(p, f, V(1.0f));
   }
-  Vec p = at::vec::fmadd(Vec(1.3264722656458616e-3f), f, Vec(9.671512991189957e-3f));
-  p = at::vec::fmadd(p, f, Vec(5.550733581185341e-2f));
-  p = at::vec::fmadd(p, f, Vec(2.4022242426872253e-1f));
-  p = at::vec::fmadd(p, f, Vec(6.931470036506653e-1f));
-  return at::vec::fmadd(p, f, Vec(1.0f));
+  V p = vfmadd(V(1.3264722656458616e-3f), f, V(9.671512991189957e-3f));
+  p = vfmadd(p, f, V(5.550733581185341e-2f));
+  p = vfmadd(p, f, V(2.4022242426872253e-1f));
+  p = vfmadd(p, f, V(6.931470036506653e-1f));
+  return vfmadd(p, f, V(1.0f));
 }
 
 C10_ALWAYS_INLINE Vectorized<float> fast_exp2(const Vectorized<float>& w) {
@@ -669,6 +729,12 @@ C10_ALWAYS_INLINE Vectorized<float> tail_pow2(const Vectorized<float>& ws) {
   return Vectorized<float>::loadu(out);
 #endif
 }
+#if defined(NPU_EXT_SSE2_LANES)
+C10_ALWAYS_INLINE Sse2F tail_pow2(Sse2F ws) {
+  constexpr int32_t kBias = (127 + kTailScaleExp) << 23;
+  return _mm_castsi128_ps(_mm_add_epi32(_mm_slli_epi32(_mm_castps_si128(ws), 23), _mm_set1_epi32(kBias)));
+}
+#endif
 
 #if defined(CPU_CAPABILITY_AVX2) || defined(CPU_CAPABILITY_AVX512)
 // normal_tail's exponential on AVX2 and AVX-512, in eighths: 2^w = 2^(n8 / 8) 2^(f8 / 8) with n8 = round(8w) and
@@ -742,42 +808,40 @@ C10_ALWAYS_INLINE Vectorized<float> tail_pow2_eighths(const Vectorized<float>& w
 // 3.5e-6, 2.8e-6 in the portable variant, against bf16's half ulp of 2^-9 = 2e-3): three multiply-adds fewer, of
 // the 20 or so that bound these kernels' speed. A result then rounds to the other neighbour of the exact value
 // only within about 7e-6 of a midpoint (1 ulp); fp32 and fp16 keep the full polynomials.
-template <bool kBf16 = false, bool kForward = false>
-C10_ALWAYS_INLINE void normal_tail(const Vectorized<float>& x, Vectorized<float>& e, Vectorized<float>& s,
-                                   Vectorized<float>& p) {
-  using Vec = Vectorized<float>;
+template <bool kBf16 = false, bool kForward = false, typename Vec>
+C10_ALWAYS_INLINE void normal_tail(const Vec& x, Vec& e, Vec& s, Vec& p) {
   constexpr float kScale = static_cast<float>(kTailScale) * (kForward ? 4.0f : 1.0f);  // (K 2^-32 or 2^-32)
   const Vec shifter(12582912.0f);
 #if defined(NPU_EXT_EXP2_EIGHTHS)
   // in eighths (tail_pow2_eighths): 8w = x^2 * (-4 log2(e)), x^2 capped at 220.5 where round(8w) = -1272 = -8 * 159
   const Vec kMinus4Log2e(float(-4.0 * 1.4426950408889634));
-  const Vec x_sq = at::vec::clamp_max(x * x, Vec(220.5f));
-  const Vec ws = at::vec::fmadd(x_sq, kMinus4Log2e, shifter);
-  e = exp2_eighth_fraction<kBf16>(at::vec::fmsub(x_sq, kMinus4Log2e, ws - shifter)) * tail_pow2_eighths(ws);
+  const Vec x_sq = vclamp_max(x * x, Vec(220.5f));
+  const Vec ws = vfmadd(x_sq, kMinus4Log2e, shifter);
+  e = exp2_eighth_fraction<kBf16>(vfmsub(x_sq, kMinus4Log2e, ws - shifter)) * tail_pow2_eighths(ws);
 #else
   const Vec kMinusHalfLog2e(float(-0.5 * 1.4426950408889634));
-  const Vec x_sq = at::vec::clamp_max(x * x, Vec(220.0f));
-  const Vec ws = at::vec::fmadd(x_sq, kMinusHalfLog2e, shifter);
-  e = exp2_fraction<kBf16>(at::vec::fmsub(x_sq, kMinusHalfLog2e, ws - shifter)) * tail_pow2(ws);
+  const Vec x_sq = vclamp_max(x * x, Vec(220.0f));
+  const Vec ws = vfmadd(x_sq, kMinusHalfLog2e, shifter);
+  e = exp2_fraction<kBf16>(vfmsub(x_sq, kMinusHalfLog2e, ws - shifter)) * tail_pow2(ws);
 #endif
-  const Vec ax = x.abs();
+  const Vec ax = vabs(x);
   s = ax / (Vec(4.0f) + ax);  // K = 4 (tools/fit_gelu_erfcx.py)
   if constexpr (kBf16) {  // P of degree 5: 3.3e-6 (tools/fit_gelu_erfcx.py --degree 5)
-    p = at::vec::fmadd(Vec(-0.07686958461999893f * kScale), s, Vec(0.176067516207695f * kScale));
-    p = at::vec::fmadd(p, s, Vec(0.09268739074468613f * kScale));
-    p = at::vec::fmadd(p, s, Vec(-0.8066293001174927f * kScale));
-    p = at::vec::fmadd(p, s, Vec(1.309924840927124f * kScale));
-    p = at::vec::fmadd(p, s, Vec(-1.0958493947982788f * kScale));
+    p = vfmadd(Vec(-0.07686958461999893f * kScale), s, Vec(0.176067516207695f * kScale));
+    p = vfmadd(p, s, Vec(0.09268739074468613f * kScale));
+    p = vfmadd(p, s, Vec(-0.8066293001174927f * kScale));
+    p = vfmadd(p, s, Vec(1.309924840927124f * kScale));
+    p = vfmadd(p, s, Vec(-1.0958493947982788f * kScale));
   } else {
-    p = at::vec::fmadd(Vec(0.02599356323480606f * kScale), s, Vec(-0.05397777259349823f * kScale));
-    p = at::vec::fmadd(p, s, Vec(-0.05175934359431267f * kScale));
-    p = at::vec::fmadd(p, s, Vec(0.19628939032554626f * kScale));
-    p = at::vec::fmadd(p, s, Vec(0.06756842881441116f * kScale));
-    p = at::vec::fmadd(p, s, Vec(-0.7969099879264832f * kScale));
-    p = at::vec::fmadd(p, s, Vec(1.3083596229553223f * kScale));
-    p = at::vec::fmadd(p, s, Vec(-1.0957660675048828f * kScale));
+    p = vfmadd(Vec(0.02599356323480606f * kScale), s, Vec(-0.05397777259349823f * kScale));
+    p = vfmadd(p, s, Vec(-0.05175934359431267f * kScale));
+    p = vfmadd(p, s, Vec(0.19628939032554626f * kScale));
+    p = vfmadd(p, s, Vec(0.06756842881441116f * kScale));
+    p = vfmadd(p, s, Vec(-0.7969099879264832f * kScale));
+    p = vfmadd(p, s, Vec(1.3083596229553223f * kScale));
+    p = vfmadd(p, s, Vec(-1.0957660675048828f * kScale));
   }
-  p = at::vec::fmadd(p, s, Vec(0.5f * kScale));
+  p = vfmadd(p, s, Vec(0.5f * kScale));
 }
 
 // x's sign bit set ? a : b, lane-wise (-0.0 picks a; a NaN picks by its sign bit).
@@ -796,6 +860,12 @@ C10_ALWAYS_INLINE Vectorized<float> select_sign(const Vectorized<float>& x, cons
   return blend(b, a, Vectorized<float>::loadu(m));
 #endif
 }
+#if defined(NPU_EXT_SSE2_LANES)
+C10_ALWAYS_INLINE Sse2F select_sign(Sse2F x, Sse2F a, Sse2F b) {
+  const __m128 m = _mm_castsi128_ps(_mm_srai_epi32(_mm_castps_si128(x), 31));  // all ones or zero
+  return _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b));
+}
+#endif
 
 // cond ? a : b with cond = (x < 0), lane-wise (NaN x: b).
 template <typename T>
