@@ -421,6 +421,10 @@ C10_ALWAYS_INLINE Vectorized<float> from_sse2(__m128 lo, __m128 hi) {
   _mm_store_ps(f + 4, hi);
   return Vectorized<float>::loadu(f);
 }
+// m ? a : b, lane-wise, for SSE2 lane masks (all ones or all zeros).
+C10_ALWAYS_INLINE __m128 sse2_select(__m128 m, __m128 a, __m128 b) {
+  return _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b));
+}
 #endif
 
 // An fp32 vector rounded to T (c10::Half or c10::BFloat16: round to nearest even, overflow to +-inf, subnormals
@@ -557,8 +561,7 @@ C10_ALWAYS_INLINE Vectorized<T> blend(const Vectorized<T>& a, const Vectorized<T
 #if defined(NPU_EXT_SSE2_LANES)
   if constexpr (std::is_same_v<T, float>) {
     const Sse2Halves x = sse2_halves(a), y = sse2_halves(b), m = sse2_halves(mask);
-    return from_sse2(_mm_or_ps(_mm_andnot_ps(m.lo, x.lo), _mm_and_ps(m.lo, y.lo)),
-                     _mm_or_ps(_mm_andnot_ps(m.hi, x.hi), _mm_and_ps(m.hi, y.hi)));
+    return from_sse2(sse2_select(m.lo, y.lo, x.lo), sse2_select(m.hi, y.hi, x.hi));
   }
 #endif
   if constexpr (kGenericLanes<T>) {
@@ -863,7 +866,7 @@ C10_ALWAYS_INLINE Vectorized<float> select_sign(const Vectorized<float>& x, cons
 #if defined(NPU_EXT_SSE2_LANES)
 C10_ALWAYS_INLINE Sse2F select_sign(Sse2F x, Sse2F a, Sse2F b) {
   const __m128 m = _mm_castsi128_ps(_mm_srai_epi32(_mm_castps_si128(x), 31));  // all ones or zero
-  return _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b));
+  return sse2_select(m, a, b);
 }
 #endif
 
