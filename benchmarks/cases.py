@@ -143,8 +143,9 @@ def grouped_cases(dtype, size):
 
 
 # grouped_bias_add_grad at its floor: a grad_y of 32M elements (128 MB fp32, beyond the caches), few, some
-# and many groups of skewed sizes (some empty), against one read of grad_y (issue 21).
-GROUPED_FLOOR = ((65536, 512, 4), (65536, 512, 64), (65536, 512, 2048))  # N, H, G
+# and many groups of skewed sizes (some empty), against one read of grad_y (issue 21); and rows as wide as a
+# Megatron FFN's (8192 columns), whose accumulator row no longer fits in L1.
+GROUPED_FLOOR = ((65536, 512, 4), (65536, 512, 64), (65536, 512, 2048), (4096, 8192, 64))  # N, H, G
 
 
 def grouped_floor_case(dtype, n, h, groups):

@@ -7,7 +7,7 @@ import torch
 
 import oracle
 import samples
-from helpers import LAYOUTS, make, relayout
+from helpers import LAYOUTS, bits, make, on_1_and_2_threads, relayout
 from oracle import assert_accurate
 
 ops = torch.ops.npu_ext
@@ -205,6 +205,18 @@ def test_prelu_backward_out():
 
 
 
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_grouped_bias_add_grad_wide_rows(dtype):
+    # 9001 columns: beyond the kernel's widest column block for every dtype (8192 fp32, 4096 16-bit), with a
+    # ragged last block; 40 rows in one group span several row chunks; an empty group between them.
+    grad_y = make([56, 9001], dtype)
+    group_idx = torch.tensor([3, 3, 43, 56])
+    out = ops.grouped_bias_add_grad(grad_y, group_idx)
+    assert_accurate(out, oracle.grouped_bias_add_grad(grad_y, group_idx), dtype)
+    one, two = on_1_and_2_threads(lambda: ops.grouped_bias_add_grad(grad_y, group_idx))
+    assert torch.equal(bits(one[0]), bits(two[0]))
 
 
 def test_grouped_bias_add_grad_long_group_small_hidden():

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "cpu/kernels/kernels.h"
@@ -14,9 +15,9 @@ namespace cpu {
 namespace CPU_CAPABILITY {
 namespace {
 
-// One partition, chosen from the shape alone (never from the thread count): every group is cut into chunks
-// of `chunk_rows` consecutive rows (the last one shorter), and H into blocks of at most kCols columns (one
-// block up to 8192 columns). A task sums one chunk over one column block, streaming the chunk's rows in order
+// One partition, chosen from the shape and dtype alone (never from the thread count): every group is cut into
+// chunks of `chunk_rows` consecutive rows (the last one shorter), and H into blocks of at most kColsOf columns.
+// A task sums one chunk over one column block, streaming the chunk's rows in order
 // through an fp32 (fp64) accumulator of the block's width that stays in L1/L2. A group of one chunk is
 // written from its accumulator directly; the chunk sums of a longer group go to a buffer and are added in
 // chunk order by a second, short pass. So column h of every sum is accumulated row by row in row order within
@@ -28,8 +29,19 @@ namespace {
 // per pass over the accumulator (the previous kernel) walks that many interleaved 2 KB streams, which the
 // hardware prefetchers follow badly (0.44-0.59x); one row at a time is one sequential stream per contiguous chunk
 // (0.68x), and prefetching the row kPrefetchBytes ahead in software brings it to 0.78-0.9x (16-bit inputs:
-// 0.9-1.25x, ATen's 16-bit sum being slower than the memory).
-constexpr int64_t kCols = 8192;              // widest column block: a 32 KB fp32 accumulator
+// 0.9-1.25x, ATen's 16-bit sum being slower than the memory). Each task also prefetches, for writing, the row
+// its sum goes to (out or the chunk buffer), which would otherwise miss on the store: with 2048 groups of 65536x512,
+// 0.81 -> 0.88x of the floor (fp32, 1 thread), 0.87 -> 0.94x (bf16, 2 threads).
+//
+// Widest column block: 8192 columns for fp32 inputs (a 32 KB accumulator), 4096 for 16-bit ones (16 KB). Rows
+// wider than this are summed block by block, each task walking its block of every row of its chunk.
+// Measured on the Zen 5, 4096x8192 and 2048x16384, 64 groups, 1 / 2 threads, fraction of the floor: bf16 with
+// 8192-column blocks 0.49 / 0.58 and 0.43 / 0.42, with 4096 0.72 / 0.64 and 0.55 / 0.52 (2048: the same); fp32
+// with 4096 or 2048 columns no faster than with 8192 (0.53-0.62 / 0.71-0.79 against 0.62 / 0.79). Wide rows stay
+// below the floor's 0.8x (docs/performance.md): the accumulator row no longer fits in L1 beside the stream (in a C
+// microbenchmark, 32 KB of accumulator cost 3.62 ms per 128 MB against 2.87 ms for 8 KB, the same loads and stores).
+template <typename scalar_t>
+constexpr int64_t kColsOf = kReduced<scalar_t> ? 4096 : 8192;
 constexpr int64_t kChunkElems = 1 << 17;     // target elements per chunk: 256 KB of fp16, 512 KB of fp32
 constexpr int64_t kPrefetchBytes = 8192;     // prefetch distance, in whole rows (at least one)
 
@@ -114,6 +126,12 @@ void sum_rows(at::opmath_type<scalar_t>* acc, const scalar_t* first, int64_t r0,
   for (int64_t r = r0; r < r1; ++r) add_row(acc, first + r * row_stride, w, ahead);
 }
 
+// Brings the lines of [p, p + bytes) into the cache for writing ahead of a store that would otherwise miss.
+C10_ALWAYS_INLINE void prefetch_for_write(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t l = 0; l < bytes; l += 64) __builtin_prefetch(c + l, 1);
+}
+
 template <typename acc_t>
 void add_acc(acc_t* acc, const acc_t* src, int64_t H) {
   using Vec = Vectorized<acc_t>;
@@ -141,6 +159,7 @@ void grouped_bias_add_grad_impl(const scalar_t* base, const GroupedRows& L, scal
   using acc_t = at::opmath_type<scalar_t>;
   const int64_t H = L.hidden;
   const int64_t G = static_cast<int64_t>(L.rows.size());
+  constexpr int64_t kCols = kColsOf<scalar_t>;
   const int64_t col_blocks = (H + kCols - 1) / kCols;
   const int64_t chunk_rows = std::max<int64_t>(1, kChunkElems / std::max<int64_t>(H, 1));
 
@@ -156,7 +175,8 @@ void grouped_bias_add_grad_impl(const scalar_t* base, const GroupedRows& L, scal
       nslots += first_chunk[j + 1] - first_chunk[j];
     }
   }
-  std::vector<acc_t> partial(static_cast<size_t>(nslots * H));
+  // Not zeroed: the tasks write every element before the second pass reads it.
+  std::unique_ptr<acc_t[]> partial(new acc_t[static_cast<size_t>(nslots * H)]);
 
   // Empty groups: zeros.
   for (int64_t j = 0; j < G; ++j) {
@@ -176,11 +196,18 @@ void grouped_bias_add_grad_impl(const scalar_t* base, const GroupedRows& L, scal
       while (c >= first_chunk[j + 1]) ++j;
       const int64_t w = std::min(kCols, H - h0);
       const int64_t r0 = (c - first_chunk[j]) * chunk_rows, r1 = std::min(L.rows[j], r0 + chunk_rows);
-      sum_rows(acc, base + L.group_base[j] + h0 * L.col_stride, r0, r1, L.row_stride, L.col_stride, w, gathered);
-      if (slot[j] < 0) {
-        store_rounded(out + j * H + h0, acc, w);
+      scalar_t* const dst = slot[j] < 0 ? out + j * H + h0 : nullptr;
+      acc_t* const dst_partial = slot[j] < 0 ? nullptr : partial.get() + (slot[j] + c - first_chunk[j]) * H + h0;
+      if (dst != nullptr) {
+        prefetch_for_write(dst, w * static_cast<int64_t>(sizeof(scalar_t)));
       } else {
-        std::copy(acc, acc + w, partial.data() + (slot[j] + c - first_chunk[j]) * H + h0);
+        prefetch_for_write(dst_partial, w * static_cast<int64_t>(sizeof(acc_t)));
+      }
+      sum_rows(acc, base + L.group_base[j] + h0 * L.col_stride, r0, r1, L.row_stride, L.col_stride, w, gathered);
+      if (dst != nullptr) {
+        store_rounded(dst, acc, w);
+      } else {
+        std::copy(acc, acc + w, dst_partial);
       }
     }
   });
@@ -191,7 +218,7 @@ void grouped_bias_add_grad_impl(const scalar_t* base, const GroupedRows& L, scal
     std::vector<acc_t> sum(H);
     for (int64_t j = j0; j < j1; ++j) {
       if (slot[j] < 0) continue;
-      const acc_t* p = partial.data() + slot[j] * H;
+      const acc_t* p = partial.get() + slot[j] * H;
       std::copy(p, p + H, sum.begin());
       for (int64_t c = 1; c < first_chunk[j + 1] - first_chunk[j]; ++c) add_acc(sum.data(), p + c * H, H);
       store_rounded(out + j * H, sum.data(), H);
