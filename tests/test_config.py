@@ -26,6 +26,10 @@ def test_show_config_on_the_cpu(monkeypatch):
         assert "NPU kernels: not loaded (" in text and torch_ext._npu.why_not_loaded() in text
     assert "  NPU_EXT_NO_CPU_FALLBACK=1  - " in text
     assert "  OMP_NUM_THREADS=(unset)  - " in text
+    assert "  THP_MEM_ALLOC_ENABLE=" in text
+    thp = "/sys/kernel/mm/transparent_hugepage/enabled"
+    mode = open(thp).read().split("[")[1].split("]")[0] if os.path.exists(thp) else "unknown"
+    assert f"transparent huge pages: {mode} (kernel)" in lines
     assert "megatron-core" in text
 
 

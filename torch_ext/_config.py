@@ -21,7 +21,20 @@ ENV_SWITCHES = {
     "NPU_EXT_LOAD_NPU": "0: do not load the NPU kernels (torch_ext._C_npu) even with torch_npu installed",
     "NPU_EXT_NO_CPU_FALLBACK": "1: an op without an aclnn kernel on this NPU raises instead of running on the CPU",
     "ASCEND_TOOLKIT_HOME": "the CANN installation torch_npu uses",
+    "THP_MEM_ALLOC_ENABLE": "1: PyTorch's CPU allocator asks for transparent huge pages for tensors of 2 MB and more "
+                            "(fewer page faults on large fresh outputs, slower on some hosts: docs/performance.md)",
 }
+
+
+def _thp_mode():
+    """The kernel's transparent huge page mode (the bracketed word of /sys/kernel/mm/transparent_hugepage/enabled)."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            text = f.read()
+    except OSError:
+        return "unknown"
+    start, end = text.find("["), text.find("]")
+    return text[start + 1:end] if 0 <= start < end else text.strip() or "unknown"
 
 
 def _version(dist):
@@ -104,6 +117,7 @@ def show_config():
                     if line.startswith("ATen parallel backend")), "unknown")
     lines.append(f"threads: {torch.get_num_threads()} (inter-op {torch.get_num_interop_threads()}), "
                  f"ATen parallel backend: {backend}")
+    lines.append(f"transparent huge pages: {_thp_mode()} (kernel)")
     lines.extend(_npu_lines())
     lines.append(_megatron_line())
     lines.append("environment switches:")
