@@ -27,6 +27,8 @@ def target(rec):
         return 1.2  # issue 21: >= 1.2x the best eager way, and >= 0.8x the speed of one read (FLOOR_TARGET)
     if op == "scaled_masked_softmax_backward":
         return 1.3 if str(rec.get("best_baseline", "")).startswith("inductor") else 5.0
+    if op == "gelu fwd+bwd":
+        return 1.2  # issue 21: gelu forward + backward >= 1.2x F.gelu in every dtype and variant
     if "fwd+bwd" in op:
         return 1.0
     return None
