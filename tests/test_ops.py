@@ -37,7 +37,6 @@ def test_values(sample, layout):
 # gelu_backward_v2
 
 
-
 @pytest.mark.parametrize("g_shape,x_shape,out_shape", [
     ([5, 1, 7], [1, 4, 7], [5, 4, 7]),
     ([7], [3, 7], [3, 7]),
@@ -102,7 +101,6 @@ def test_gelu_backward_v2_out():
 # prelu_backward
 
 
-
 @pytest.mark.parametrize("x_shape,w_shape,g_shape", [
     ([], [1], []),                    # 0-dim input: C = 1
     ([17], [1], [17]),                # 1-D input: C = 1
@@ -141,7 +139,6 @@ def test_prelu_backward_nan_and_zero_take_negative_branch():
     gi, gw = ops.prelu_backward(g, x, w)
     assert gi.flatten().tolist() == [0.5, 1.5, 2.5, 7.0]
     assert math.isnan(gw.item())
-
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
@@ -203,10 +200,6 @@ def test_prelu_backward_out():
 # grouped_bias_add_grad
 
 
-
-
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_grouped_bias_add_grad_wide_rows(dtype):
     # 9001 columns: beyond the kernel's widest column block for every dtype (8192 fp32, 4096 16-bit), with a
@@ -264,12 +257,6 @@ def _softmax_inputs(shape, dtype, mask_shape, layout="contiguous", scale=1.0):
     y = torch.softmax((x * scale).masked_fill(mask, -10000.0), dim=-1).to(dtype)
     g = make(shape, dtype, layout=layout)
     return g, relayout(y, layout), mask
-
-
-
-
-
-
 
 
 def test_scaled_masked_softmax_backward_masked_rows_and_nonfinite():
