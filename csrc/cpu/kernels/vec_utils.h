@@ -256,8 +256,8 @@ C10_ALWAYS_INLINE __m512i narrow_bf16_even_odd(const __m512& even, const __m512&
   return _mm512_or_si512(_mm512_srli_epi32(re, 16), _mm512_and_si512(ro, _mm512_set1_epi32(static_cast<int32_t>(0xFFFF0000u))));
 }
 #elif defined(CPU_CAPABILITY_AVX2)
-// The same for 16 bf16 values (the AVX2 variant has no bf16 instruction): the exact integer rounding, 14
-// instructions per 16 values and no lane shuffle (at::vec's in-order narrowing adds a pack and a permute).
+// The same for 16 bf16 values (the AVX2 variant has no bf16 instruction): the exact integer rounding, with no
+// lane shuffle (at::vec's in-order narrowing adds a pack and a permute), and 0x7FC0 for NaN as on AVX-512.
 C10_ALWAYS_INLINE __m256i narrow_bf16_even_odd(const __m256& even, const __m256& odd) {
   const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7FFF);
   const __m256i qnan = _mm256_set1_epi32(0x7FC00000);
