@@ -47,22 +47,15 @@ void gelu_impl(at::TensorIteratorBase& iter, GeluApproximate approximate) {
     // subnormal for |x| < 2^-124: outputs in the lowest normal binade keep 22 significant bits). x is capped
     // at 1e18 for normal_tail, so that gelu(inf) = inf - 0 = inf; -inf gives s = inf / inf = NaN there, as
     // ATen's -inf * 0.
-    // Generic over the lane type (x86-64's DEFAULT variant runs it on SSE2 halves, vec_utils.h).
+    // Generic over the lane type (lane_op: x86-64's DEFAULT variant runs it on SSE2 lanes).
     constexpr bool kBf16 = std::is_same_v<scalar_t, c10::BFloat16>;
-    const auto gelu_erf = [](const auto& x) {
+    unary_vec_kernel<scalar_t>(iter, lane_op([](const auto& x) {
       using V = std::decay_t<decltype(x)>;
       V e, s, p;
       normal_tail<kBf16, true>(vclamp_max(x, V(1e18f)), e, s, p);
       const V m = s * (p * e);  // p * e = 4 Phi(-|x|) / t first: s * p underflows for tiny |x|
       return select_sign(x, m ^ V(-0.0f), x - m);
-    };
-    unary_vec_kernel<scalar_t>(iter, [=](const Vec& x) {
-#if defined(NPU_EXT_SSE2_LANES)
-      return on_sse2_halves(x, gelu_erf);
-#else
-      return gelu_erf(x);
-#endif
-    });
+    }));
   } else {
     // fp64: ATen's formula x * 0.5 * (1 + erf(x / sqrt(2))) with Sleef's erf.
     const Vec kAlpha(static_cast<opmath_t>(M_SQRT1_2));

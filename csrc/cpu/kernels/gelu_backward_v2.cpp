@@ -19,9 +19,8 @@ namespace {
 // by x's sign bit (-0.0 takes the first form; both give exactly 0.5 at 0). No 1 - Phi cancellation in either
 // tail, one exponential, and relative accuracy on every normal fp32 output, far left tail included.
 // x = +-inf gives NaN (inf * 0), as the formula does (normal_tail's p is NaN there too).
-// fp64 (gradcheck only): the exact formula with Sleef's erfc/exp.
 // kBf16: the result is rounded to bf16 (normal_tail's shorter polynomials).
-// The fp32 form is generic over the lane type (x86-64's DEFAULT variant runs it on SSE2 halves, vec_utils.h).
+// The fp32 form is generic over the lane type (lane_op: x86-64's DEFAULT variant runs it on SSE2 lanes).
 template <bool kBf16, typename V>
 C10_ALWAYS_INLINE V gelu_erf_grad_f32(const V& g, const V& x) {
   const V kInvSqrt2Pi(static_cast<float>(M_2_SQRTPI * M_SQRT1_2 * 0.5 * kTailScale));
@@ -32,21 +31,13 @@ C10_ALWAYS_INLINE V gelu_erf_grad_f32(const V& g, const V& x) {
   return g * vfmadd(e, vfmsub(kInvSqrt2Pi, x, r ^ (x & V(-0.0f))), base);
 }
 
-template <typename T, bool kBf16 = false>
-C10_ALWAYS_INLINE Vectorized<T> gelu_erf_grad(const Vectorized<T>& g, const Vectorized<T>& x) {
-  using Vec = Vectorized<T>;
-  if constexpr (std::is_same_v<T, double>) {
-    const Vec kInvSqrt2Pi(M_2_SQRTPI * M_SQRT1_2 * 0.5);
-    const Vec cdf = Vec(0.5) * (x * Vec(-M_SQRT1_2)).erfc();  // no cancellation for x << 0
-    const Vec pdf = kInvSqrt2Pi * (Vec(-0.5) * x * x).exp();
-    return g * (cdf + x * pdf);
-  } else {
-#if defined(NPU_EXT_SSE2_LANES)
-    return on_sse2_halves(g, x, [](Sse2F gh, Sse2F xh) { return gelu_erf_grad_f32<kBf16>(gh, xh); });
-#else
-    return gelu_erf_grad_f32<kBf16>(g, x);
-#endif
-  }
+// fp64 (gradcheck only): the exact formula with Sleef's erfc/exp.
+C10_ALWAYS_INLINE Vectorized<double> gelu_erf_grad_f64(const Vectorized<double>& g, const Vectorized<double>& x) {
+  using Vec = Vectorized<double>;
+  const Vec kInvSqrt2Pi(M_2_SQRTPI * M_SQRT1_2 * 0.5);
+  const Vec cdf = Vec(0.5) * (x * Vec(-M_SQRT1_2)).erfc();  // no cancellation for x << 0
+  const Vec pdf = kInvSqrt2Pi * (Vec(-0.5) * x * x).exp();
+  return g * (cdf + x * pdf);
 }
 
 // d/dx [0.5 x (1 + tanh(u))], u = sqrt(2/pi) (x + 0.044715 x^3).
@@ -95,10 +86,12 @@ void gelu_backward_kernel(at::TensorIteratorBase& iter, GeluApproximate approxim
       binary_vec_kernel<scalar_t>(iter, [](const Vectorized<opmath_t>& g, const Vectorized<opmath_t>& x) {
         return gelu_tanh_grad<opmath_t>(g, x);
       });
+    } else if constexpr (std::is_same_v<opmath_t, float>) {
+      constexpr bool kBf16 = std::is_same_v<scalar_t, c10::BFloat16>;
+      binary_vec_kernel<scalar_t>(
+          iter, lane_op([](const auto& g, const auto& x) { return gelu_erf_grad_f32<kBf16>(g, x); }));
     } else {
-      binary_vec_kernel<scalar_t>(iter, [](const Vectorized<opmath_t>& g, const Vectorized<opmath_t>& x) {
-        return gelu_erf_grad<opmath_t, std::is_same_v<scalar_t, c10::BFloat16>>(g, x);
-      });
+      binary_vec_kernel<scalar_t>(iter, gelu_erf_grad_f64);
     }
   });
 }
