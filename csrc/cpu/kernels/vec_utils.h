@@ -746,6 +746,27 @@ C10_ALWAYS_INLINE V exp2_fraction(const V& f) {
   return vfmadd(p, f, V(1.0f));
 }
 
+#if defined(NPU_EXT_SSE2_LANES)
+// fast_exp2 on SSE2 lanes (x86-64's DEFAULT variant): the portable steps below (the same clamp, rounding to
+// nearest and two exponent-field factors) in registers, where the generic Vectorized<float> keeps its lanes in
+// memory and builds the factors one lane at a time. max(-151, w) and min(129, .) return w when it is NaN
+// (SSE2's max/min return their second operand then), so NaN passes, and its factors (from cvtps2dq's
+// 0x80000000) cannot make p's NaN anything else. exp2_fraction takes its Estrin form here (kSse2Lanes).
+C10_ALWAYS_INLINE Sse2F fast_exp2(Sse2F w) {
+  const __m128 wc = _mm_min_ps(_mm_set1_ps(129.0f), _mm_max_ps(_mm_set1_ps(-151.0f), w));
+  const __m128 shifter = _mm_set1_ps(12582912.0f);
+  const __m128 n = _mm_sub_ps(_mm_add_ps(wc, shifter), shifter);
+  const Sse2F p = exp2_fraction(Sse2F(_mm_sub_ps(wc, n)));
+  const __m128i ni = _mm_cvtps_epi32(n);
+  const __m128i n1 = _mm_srai_epi32(ni, 1);
+  const __m128i n2 = _mm_sub_epi32(ni, n1);
+  const __m128i bias = _mm_set1_epi32(127);
+  const __m128 s1 = _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(n1, bias), 23));
+  const __m128 s2 = _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(n2, bias), 23));
+  return _mm_mul_ps(_mm_mul_ps(p, s1), s2);
+}
+#endif
+
 C10_ALWAYS_INLINE Vectorized<float> fast_exp2(const Vectorized<float>& w) {
 #if defined(CPU_CAPABILITY_AVX512)
   const __m512 wc = _mm512_min_ps(_mm512_set1_ps(129.0f), _mm512_max_ps(_mm512_set1_ps(-151.0f), w));
@@ -765,8 +786,10 @@ C10_ALWAYS_INLINE Vectorized<float> fast_exp2(const Vectorized<float>& w) {
   const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
   const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
   return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+#elif defined(NPU_EXT_SSE2_LANES)
+  return on_sse2_halves(w, [](Sse2F h) { return fast_exp2(h); });
 #else
-  // Portable (the DEFAULT variant: NEON on aarch64, the generic at::vec arrays elsewhere): the same
+  // Portable (the DEFAULT variant off x86-64: NEON on aarch64, the generic at::vec arrays elsewhere): the same
   // polynomial and the same two exponent-field factors, written with plain arithmetic that the compiler
   // vectorizes, instead of at::vec's exp2, which maps to one libm call per lane when Sleef is not available to
   // an extension (as on aarch64). maximum/minimum propagate NaN; adding and subtracting 1.5 * 2^23 rounds to
