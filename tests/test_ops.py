@@ -200,16 +200,29 @@ def test_prelu_backward_out():
 # grouped_bias_add_grad
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
 def test_grouped_bias_add_grad_wide_rows(dtype):
-    # 9001 columns: beyond the kernel's widest column block for every dtype (8192 fp32, 4096 16-bit), with a
-    # ragged last block; 40 rows in one group span several row chunks; an empty group between them.
-    grad_y = make([56, 9001], dtype)
-    group_idx = torch.tensor([3, 3, 43, 56])
+    # 9001 columns: beyond the kernel's widest column block for every dtype (8192 fp32 / fp64, 4096 16-bit), with
+    # a ragged last block; 150 rows in one group span three row chunks (64 rows at least each), the last one
+    # ending in 2 rows after its passes of 4 (fp32 / fp64 blocks wider than 8 KB); an empty group between them.
+    grad_y = make([160, 9001], dtype)
+    group_idx = torch.tensor([3, 3, 153, 160])
     out = ops.grouped_bias_add_grad(grad_y, group_idx)
     assert_accurate(out, oracle.grouped_bias_add_grad(grad_y, group_idx), dtype)
     one, two = on_1_and_2_threads(lambda: ops.grouped_bias_add_grad(grad_y, group_idx))
     assert torch.equal(bits(one[0]), bits(two[0]))
+
+
+def test_grouped_bias_add_grad_chunk_sums_of_growing_and_shrinking_calls():
+    # Groups of several row chunks keep their chunk sums in memory the calling thread reuses from call to call:
+    # a call that needs more than the one before (12 chunks of 2048 columns after 3 of 512), then less again.
+    cases = [([600, 512], [600]), ([768, 2048], [5, 768]), ([600, 512], [1, 600]), ([768, 2048], [768])]
+    for _ in range(2):
+        for shape, ends in cases:
+            # Positive values: sums of hundreds of rows without cancellation, checked to fp32's relative accuracy.
+            grad_y, group_idx = make(shape, torch.float32, low=0.0, high=1.0), torch.tensor(ends)
+            out = ops.grouped_bias_add_grad(grad_y, group_idx)
+            assert_accurate(out, oracle.grouped_bias_add_grad(grad_y, group_idx), torch.float32)
 
 
 def test_grouped_bias_add_grad_long_group_small_hidden():

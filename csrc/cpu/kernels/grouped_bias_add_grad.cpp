@@ -21,8 +21,8 @@ namespace {
 // through an fp32 (fp64) accumulator of the block's width that stays in L1/L2. A group of one chunk is
 // written from its accumulator directly; the chunk sums of a longer group go to a buffer and are added in
 // chunk order by a second, short pass. So column h of every sum is accumulated row by row in row order within
-// a chunk, and the chunk sums in chunk order: the result never depends on the number of threads, while tasks
-// of nearly equal size keep the threads balanced whatever the group sizes (skewed, empty).
+// a chunk, and the chunk sums in chunk order: the result never depends on the number of threads, while the
+// threads, sharing the tasks by rows, stay balanced whatever the group sizes (skewed, empty).
 //
 // Reading grad_y is the floor of this op, so the access pattern is what matters. Measured on an AMD EPYC Zen 5,
 // 65536x512 fp32 (128 MB), 1 thread, as a fraction of the speed of grad_y.sum() (one read): adding 4 or 8 rows
@@ -33,17 +33,22 @@ namespace {
 // its sum goes to (out or the chunk buffer), which would otherwise miss on the store: with 2048 groups of 65536x512,
 // 0.81 -> 0.88x of the floor (fp32, 1 thread), 0.87 -> 0.94x (bf16, 2 threads).
 //
-// Widest column block: 8192 columns for fp32 inputs (a 32 KB accumulator), 4096 for 16-bit ones (16 KB). Rows
-// wider than this are summed block by block, each task walking its block of every row of its chunk.
-// Measured on the Zen 5, 4096x8192 and 2048x16384, 64 groups, 1 / 2 threads, fraction of the floor: bf16 with
-// 8192-column blocks 0.49 / 0.58 and 0.43 / 0.42, with 4096 0.72 / 0.64 and 0.55 / 0.52 (2048: the same); fp32
-// with 4096 or 2048 columns no faster than with 8192 (0.53-0.62 / 0.71-0.79 against 0.62 / 0.79). Wide rows stay
-// below the floor's 0.8x (docs/performance.md): the accumulator row no longer fits in L1 beside the stream (in a C
-// microbenchmark, 32 KB of accumulator cost 3.62 ms per 128 MB against 2.87 ms for 8 KB, the same loads and stores).
+// Wide rows (measured on the Zen 5, 4096x8192 with 64 skewed groups, 1 thread, fraction of the floor, with no
+// page faults in the timed calls; see Scratch):
+// - Column blocks of at most 8192 columns for fp32 / fp64 inputs, 4096 for 16-bit ones (a 16 KB fp32
+//   accumulator); a task walks its block of every row of its chunk. 16-bit: 0.96-0.99 with 4096-column blocks,
+//   0.67-0.84 with 8192 (and four rows per pass).
+// - fp32 blocks wider than kL1AccBytes (8 KB) take four rows per pass (see sum_rows): 8192 columns 0.67 -> 0.80,
+//   and 0.86-0.91 (AVX-512) / 0.83 (AVX2) without the software prefetch; 4096 columns 0.75 -> 0.87; 2048
+//   columns stay at one row per pass (0.90 against 0.86-0.88).
+// - At least kMinChunkRows rows per chunk, so that wide rows make few chunk sums (16 rows of 8192 columns made
+//   8 MB of them for a 128 MB input): 0.58 -> 0.67 (one row per pass), 0.70 -> 0.80 (four).
 template <typename scalar_t>
 constexpr int64_t kColsOf = kReduced<scalar_t> ? 4096 : 8192;
-constexpr int64_t kChunkElems = 1 << 17;     // target elements per chunk: 256 KB of fp16, 512 KB of fp32
+constexpr int64_t kChunkElems = 1 << 17;     // target elements per chunk: 256 KB of fp16, 512 KB of fp32,
+constexpr int64_t kMinChunkRows = 64;        // but at least this many rows (wide rows: fewer chunk sums)
 constexpr int64_t kPrefetchBytes = 8192;     // prefetch distance, in whole rows (at least one)
+constexpr int64_t kL1AccBytes = 8192;        // an accumulator block wider than this takes 4 rows per pass
 
 // acc[0:w] += row[0:w], in fp32/fp64, prefetching the lines `ahead` elements past the ones read (0: none).
 // The accumulator holds each whole vector of the row in Pack::load_elementwise's lane order (bf16 on AVX2 and
@@ -76,10 +81,13 @@ C10_ALWAYS_INLINE void add_row_sse2(float* acc, const scalar_t* row, int64_t w, 
 }
 #endif
 
-template <typename scalar_t>
-C10_ALWAYS_INLINE void add_row(at::opmath_type<scalar_t>* acc, const scalar_t* row, int64_t w, int64_t ahead) {
+// acc[0:w] += rows[0][0:w], then += rows[1][0:w], and so on: N rows per pass over the accumulator, each element
+// taking the same additions in the same order as N passes of one row.
+template <int N, typename scalar_t>
+C10_ALWAYS_INLINE void add_rows(at::opmath_type<scalar_t>* acc, const scalar_t* const (&rows)[N], int64_t w,
+                                int64_t ahead) {
 #if defined(NPU_EXT_SSE2_LANES)
-  if constexpr (kReduced<scalar_t>) return add_row_sse2(acc, row, w, ahead);
+  if constexpr (kReduced<scalar_t> && N == 1) return add_row_sse2(acc, rows[0], w, ahead);
 #endif
   using P = Pack<scalar_t>;
   using Vec = typename P::Vec;
@@ -87,26 +95,37 @@ C10_ALWAYS_INLINE void add_row(at::opmath_type<scalar_t>* acc, const scalar_t* r
   constexpr int64_t V = Vec::size();
   constexpr int64_t kLine = 64 / static_cast<int64_t>(sizeof(scalar_t));         // elements per cache line
   constexpr int64_t kStep = std::max<int64_t>(K, 256 / static_cast<int64_t>(sizeof(scalar_t)));  // per iteration
+  const auto add = [&](int64_t h) {
+    P p[N];
+    for (int n = 0; n < N; ++n) p[n] = P::load_elementwise(rows[n] + h);
+    for (int k = 0; k < P::kVecs; ++k) {
+      Vec a = Vec::loadu(acc + h + k * V);
+      for (int n = 0; n < N; ++n) a = a + p[n].v[k];
+      a.store(acc + h + k * V);
+    }
+  };
   int64_t h = 0;
   for (; h + kStep <= w; h += kStep) {
     if (ahead != 0) {
-      for (int64_t l = 0; l < kStep; l += kLine) __builtin_prefetch(row + h + ahead + l);
+      for (int n = 0; n < N; ++n) {
+        for (int64_t l = 0; l < kStep; l += kLine) __builtin_prefetch(rows[n] + h + ahead + l);
+      }
     }
-    for (int64_t u = 0; u < kStep; u += K) {
-      const P p = P::load_elementwise(row + h + u);
-      for (int k = 0; k < P::kVecs; ++k) (Vec::loadu(acc + h + u + k * V) + p.v[k]).store(acc + h + u + k * V);
-    }
+    for (int64_t u = 0; u < kStep; u += K) add(h + u);
   }
-  for (; h + K <= w; h += K) {
-    const P p = P::load_elementwise(row + h);
-    for (int k = 0; k < P::kVecs; ++k) (Vec::loadu(acc + h + k * V) + p.v[k]).store(acc + h + k * V);
+  for (; h + K <= w; h += K) add(h);
+  for (; h < w; ++h) {
+    for (int n = 0; n < N; ++n) acc[h] += static_cast<at::opmath_type<scalar_t>>(rows[n][h]);
   }
-  for (; h < w; ++h) acc[h] += static_cast<at::opmath_type<scalar_t>>(row[h]);
 }
 
 // acc[0:w] = the sum of rows r0 <= r < r1 of a group (row r at first + r * row_stride), in row order. Strided
-// columns are gathered first. Each row prefetches the same columns of the row at least kPrefetchBytes ahead,
-// line by line as it goes (a burst of prefetches per row would overflow the miss queues for wide rows).
+// columns are gathered first. One row per pass: each row prefetches the same columns of the row at least
+// kPrefetchBytes ahead, line by line as it goes (a burst of prefetches per row would overflow the miss queues for
+// wide rows). An accumulator wider than kL1AccBytes, which does not stay in L1 beside the row stream, takes four
+// rows per pass instead, with no software prefetch (four sequential streams, which the hardware prefetchers
+// follow), except on the generic lanes of x86's DEFAULT variant, where the loop is bound by instructions rather
+// than by memory (4096x8192 fp32: 4.3 ms with one row per pass, 5.8 ms with four).
 template <typename scalar_t>
 void sum_rows(at::opmath_type<scalar_t>* acc, const scalar_t* first, int64_t r0, int64_t r1, int64_t row_stride,
               int64_t col_stride, int64_t w, std::vector<scalar_t>& gathered) {
@@ -117,13 +136,20 @@ void sum_rows(at::opmath_type<scalar_t>* acc, const scalar_t* first, int64_t r0,
     for (int64_t r = r0; r < r1; ++r) {
       const scalar_t* row = first + r * row_stride;
       for (int64_t h = 0; h < w; ++h) gathered[h] = row[h * col_stride];
-      add_row(acc, gathered.data(), w, 0);
+      add_rows<1>(acc, {gathered.data()}, w, 0);
     }
     return;
   }
+  int64_t r = r0;
+  if constexpr (!kReduced<scalar_t> && !kGenericLanes<acc_t>) {
+    if (w * static_cast<int64_t>(sizeof(acc_t)) > kL1AccBytes) {
+      const auto row = [&](int64_t i) { return first + (r + i) * row_stride; };
+      for (; r + 4 <= r1; r += 4) add_rows<4>(acc, {row(0), row(1), row(2), row(3)}, w, 0);
+    }
+  }
   const int64_t row_bytes = w * static_cast<int64_t>(sizeof(scalar_t));
   const int64_t ahead = (kPrefetchBytes + row_bytes - 1) / row_bytes * row_stride;  // elements
-  for (int64_t r = r0; r < r1; ++r) add_row(acc, first + r * row_stride, w, ahead);
+  for (; r < r1; ++r) add_rows<1>(acc, {first + r * row_stride}, w, ahead);
 }
 
 // Brings the lines of [p, p + bytes) into the cache for writing ahead of a store that would otherwise miss.
@@ -131,6 +157,40 @@ C10_ALWAYS_INLINE void prefetch_for_write(const void* p, int64_t bytes) {
   const char* c = static_cast<const char*>(p);
   for (int64_t l = 0; l < bytes; l += 64) __builtin_prefetch(c + l, 1);
 }
+
+// The chunk sums' memory, kept by the calling thread for its next call up to kKeptScratchBytes. Memory freed
+// by a call goes back to the kernel when glibc trims its heap or unmaps the block, and a fresh allocation then
+// comes as fresh pages: 4096x8192 fp32 with 64 skewed groups (2 MB of chunk sums) took 508 page faults per call
+// in some processes and none in others, 5.0 against 3.5 ms on the Zen 5 at 1 thread. Larger buffers (more
+// than 1/16 of an input beyond 256 MB) are allocated per call: their faults are a small part of such a call.
+constexpr size_t kKeptScratchBytes = size_t(16) << 20;
+
+template <typename T>
+class Scratch {
+ public:
+  explicit Scratch(size_t n) {
+    const size_t bytes = n * sizeof(T);
+    if (bytes > kKeptScratchBytes) {
+      own_.reset(new char[bytes]);
+      data_ = reinterpret_cast<T*>(own_.get());
+      return;
+    }
+    thread_local std::unique_ptr<char[]> kept;
+    thread_local size_t kept_bytes = 0;
+    if (kept_bytes < bytes) {
+      kept.reset();  // before allocating the new one, so that its memory can be reused
+      kept_bytes = 0;
+      kept.reset(new char[bytes]);
+      kept_bytes = bytes;
+    }
+    data_ = reinterpret_cast<T*>(kept.get());
+  }
+  T* get() const { return data_; }
+
+ private:
+  std::unique_ptr<char[]> own_;
+  T* data_ = nullptr;
+};
 
 template <typename acc_t>
 void add_acc(acc_t* acc, const acc_t* src, int64_t H) {
@@ -161,7 +221,7 @@ void grouped_bias_add_grad_impl(const scalar_t* base, const GroupedRows& L, scal
   const int64_t G = static_cast<int64_t>(L.rows.size());
   constexpr int64_t kCols = kColsOf<scalar_t>;
   const int64_t col_blocks = (H + kCols - 1) / kCols;
-  const int64_t chunk_rows = std::max<int64_t>(1, kChunkElems / std::max<int64_t>(H, 1));
+  const int64_t chunk_rows = std::max<int64_t>(kMinChunkRows, kChunkElems / std::max<int64_t>(H, 1));
 
   // Chunks of group j: [first_chunk[j], first_chunk[j + 1]); a group of 0 or 1 chunk needs no buffer.
   std::vector<int64_t> first_chunk(G + 1, 0);
@@ -176,7 +236,7 @@ void grouped_bias_add_grad_impl(const scalar_t* base, const GroupedRows& L, scal
     }
   }
   // Not zeroed: the tasks write every element before the second pass reads it.
-  std::unique_ptr<acc_t[]> partial(new acc_t[static_cast<size_t>(nslots * H)]);
+  Scratch<acc_t> partial(static_cast<size_t>(nslots * H));
 
   // Empty groups: zeros.
   for (int64_t j = 0; j < G; ++j) {
@@ -184,8 +244,21 @@ void grouped_bias_add_grad_impl(const scalar_t* base, const GroupedRows& L, scal
   }
 
   // Task t = chunk (t / col_blocks), column block (t % col_blocks); chunk c belongs to the group j with
-  // first_chunk[j] <= c < first_chunk[j + 1].
-  at::parallel_for(0, nchunks * col_blocks, 1, [&](int64_t t0, int64_t t1) {
+  // first_chunk[j] <= c < first_chunk[j + 1]. The threads share the tasks by rows, not by count (a chunk of a
+  // small group has fewer rows than kMinChunkRows): task t starts at row task_row[t] of the col_blocks * N rows
+  // to read, and belongs to the thread whose range holds that row.
+  const int64_t ntasks = nchunks * col_blocks;
+  std::vector<int64_t> task_row(static_cast<size_t>(ntasks) + 1, 0);
+  for (int64_t j = 0, t = 0; j < G; ++j) {
+    for (int64_t c = first_chunk[j]; c < first_chunk[j + 1]; ++c) {
+      const int64_t rows = std::min(chunk_rows, L.rows[j] - (c - first_chunk[j]) * chunk_rows);
+      for (int64_t b = 0; b < col_blocks; ++b, ++t) task_row[t + 1] = task_row[t] + rows;
+    }
+  }
+  at::parallel_for(0, task_row[ntasks], 1, [&](int64_t begin, int64_t end) {
+    const int64_t t0 = std::lower_bound(task_row.begin(), task_row.end() - 1, begin) - task_row.begin();
+    const int64_t t1 = std::lower_bound(task_row.begin(), task_row.end() - 1, end) - task_row.begin();
+    if (t0 == t1) return;
     std::vector<scalar_t> gathered;
     // The accumulator on a cache-line boundary: an unaligned vector store may split a line.
     std::vector<acc_t> acc_buf(static_cast<size_t>(std::min(kCols, H)) + 64 / sizeof(acc_t));
