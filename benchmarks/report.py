@@ -95,13 +95,23 @@ def _ratio(x):
     return "-" if x is None else f"{x:.2f}x"
 
 
+def _caps(info):
+    """The ISA caps the variant run put on the PyTorch alternatives that pick their own (benchmarks/variants.py)."""
+    caps = []
+    if info.get("onednn_max_cpu_isa"):
+        caps.append(f"oneDNN {info['onednn_max_cpu_isa']}")
+    if info.get("inductor_march", "native") != "native":
+        caps.append(f"inductor -march={info['inductor_march']}")
+    return "; " + ", ".join(caps) if caps else ""
+
+
 def markdown_table(records, info, detail=False, sizes=MAIN_SIZES):
     lines = []
     threads = sorted({r["threads"] for r in records})
     variant = info.get("variant_tag") or info["npu_ext_cpu_capability"]
     lines.append(f"Machine: {info['cpu']}, {info['logical_cpus']} logical CPUs; torch {info['torch']}; "
                  f"variant **{variant}** (npu_ext kernels {info['npu_ext_cpu_capability']}, ATen "
-                 f"{info['aten_cpu_capability']}); threads {', '.join(map(str, threads))}; "
+                 f"{info['aten_cpu_capability']}{_caps(info)}); threads {', '.join(map(str, threads))}; "
                  f"{info.get('mode', '')} mode, {info['date']}.")
     lines.append("")
     lines.append("Speedup = time of the fastest PyTorch alternative / time of npu_ext (medians of interleaved "
@@ -176,17 +186,20 @@ def variant_summary(runs):
            "|---|---|---|---:|---:|" + "---:|" * len(names)]
     for k in keys:
         cells = []
-        t = None
+        targets = []  # per variant: scaled_masked_softmax_backward's depends on which alternative was fastest
         for v in names:
             r = by[k].get(v)
             if r is None or r["speedup"] is None:
                 cells.append("-")
                 continue
             t = target(r)
+            if t is not None and t not in targets:
+                targets.append(t)
             ok = "" if t is None else (" ✓" if r["speedup"] >= t else " ✗")
             floor = f" (floor {floor_cell(r)})" if r.get("floor") else ""
             cells.append(f"{'~' if r.get('disturbed') else ''}{r['speedup']:.2f}x{ok}{floor}")
-        out.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {'-' if t is None else format(t, 'g') + 'x'} | "
+        tcell = " / ".join(format(t, "g") + "x" for t in targets) or "-"
+        out.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {tcell} | "
                    + " | ".join(cells) + " |")
     return "\n".join(out)
 

@@ -76,6 +76,9 @@ def machine_info():
         "torch": torch.__version__,
         "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "npu_ext_cpu_capability": torch.ops.npu_ext._cpu_capability(),
+        # What the PyTorch alternatives that choose their own instructions were allowed (benchmarks/variants.py).
+        "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA", ""),
+        "inductor_march": os.environ.get("TORCHINDUCTOR_CPP_MARCH", "native"),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),

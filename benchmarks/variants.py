@@ -3,8 +3,13 @@
 Each variant runs in its own subprocess with ATEN_CPU_CAPABILITY set (``default``, ``avx2``, ``avx512``):
 ATen's kernels and the npu_ext kernels both follow that variable. Some ATen ops (gelu and its backward in fp32
 and bf16) run oneDNN kernels, which ignore it and pick the best ISA of the CPU themselves; ONEDNN_MAX_CPU_ISA is
-set to the variant's level as well (SSE41, oneDNN's lowest, for DEFAULT; AVX2; no limit for AVX512), so both
-sides of every ratio are forced to the same capability, and the AVX2 ratios can be read on an AVX-512 machine. Each run writes its own results
+set to the variant's level as well (SSE41, oneDNN's lowest, for DEFAULT; AVX2; no limit for AVX512). torch.compile
+(inductor) follows ATEN_CPU_CAPABILITY for its explicit vector code but compiles everything with -march=native,
+so its "scalar" DEFAULT code is auto-vectorized with the host's best instructions (on an AVX-512 host, fp16
+conversions by vcvtph2ps); TORCHINDUCTOR_CPP_MARCH is set to the variant's level too (x86-64-v2 for DEFAULT, the
+SSE4.2 level, next to oneDNN's SSE4.1; x86-64-v3 for AVX2; native for AVX512). So both sides of every ratio are
+forced to the same capability, and the AVX2 ratios can be read on an AVX-512 machine. Only on x86-64: elsewhere
+the one variant is the host's own. Each run writes its own results
 (bench-<mode>-<VARIANT>.{json,csv}, table-..., speedup-....png); this module then writes
 table-<mode>-variants.md, one table per variant, with the machine and the variant named on each.
 """
@@ -13,13 +18,16 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 
 from . import report
 
 
-ONEDNN_ISA = {"DEFAULT": "SSE41", "AVX2": "AVX2"}  # oneDNN's own ISA cap per variant (AVX512: none)
+# Per variant (x86-64 only; AVX512: no cap): oneDNN's own ISA cap, and the -march torch.compile's C++ is built with.
+ONEDNN_ISA = {"DEFAULT": "SSE41", "AVX2": "AVX2"}
+INDUCTOR_MARCH = {"DEFAULT": "x86-64-v2", "AVX2": "x86-64-v3"}
 
 
 def available_variants():
@@ -35,8 +43,11 @@ def main(argv, out_dir, mode_name):
     runs = []
     for v in variants:
         env = dict(os.environ, ATEN_CPU_CAPABILITY=v.lower(), NPU_EXT_BENCH_TAG=v)
-        if v in ONEDNN_ISA:
-            env["ONEDNN_MAX_CPU_ISA"] = ONEDNN_ISA[v]
+        if platform.machine().lower() in ("x86_64", "amd64"):
+            if v in ONEDNN_ISA:
+                env["ONEDNN_MAX_CPU_ISA"] = ONEDNN_ISA[v]
+            if v in INDUCTOR_MARCH:
+                env["TORCHINDUCTOR_CPP_MARCH"] = INDUCTOR_MARCH[v]
         print(f"\n===== variant {v}: ATEN_CPU_CAPABILITY={v.lower()} =====", flush=True)
         rc = subprocess.call([sys.executable, "-m", "benchmarks.run", *argv], env=env)
         path = os.path.join(out_dir, f"bench-{mode_name}-{v}.json")
