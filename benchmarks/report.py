@@ -105,6 +105,18 @@ def _caps(info):
     return "; " + ", ".join(caps) if caps else ""
 
 
+PAGE_FAULTS_SHOWN = 64  # as benchmarks/run.py: page faults per call (256 KB of 4 KB pages) worth showing
+
+
+def faults_text(rec):
+    """"page faults/call: npu_ext 4096, F.gelu 0" where npu_ext or an alternative faulted in fresh pages in its
+    timed calls, else ""."""
+    fpc = rec.get("faults_per_call") or {}
+    if not any(v >= PAGE_FAULTS_SHOWN for v in fpc.values()):
+        return ""
+    return "page faults/call: " + ", ".join(f"{k} {v:.0f}" for k, v in fpc.items())
+
+
 def markdown_table(records, info, detail=False, sizes=MAIN_SIZES):
     lines = []
     threads = sorted({r["threads"] for r in records})
@@ -118,7 +130,9 @@ def markdown_table(records, info, detail=False, sizes=MAIN_SIZES):
                  "rounds, same run). GB/s = ideal bytes moved / time; % copy = that bandwidth over a tensor copy "
                  "moving as many bytes with the same threads, timed in the same rounds. vs floor = time of the "
                  "op's floor (grouped_bias_add_grad: grad_y.sum(), one read of the input) / time of npu_ext "
-                 f"(target {FLOOR_TARGET:g}x). ~ = disturbed by other load (rounds differ by > 30%): unreliable.")
+                 f"(target {FLOOR_TARGET:g}x). ~ = disturbed by other load (rounds differ by > 30%): unreliable. "
+                 f"page faults/call: shown where a side faulted in at least {PAGE_FAULTS_SHOWN} fresh 4 KB pages per "
+                 "call in its timed calls (an output mapped again on every call; counted for the whole process).")
     lines.append("")
 
     def table(rows):
@@ -130,6 +144,8 @@ def markdown_table(records, info, detail=False, sizes=MAIN_SIZES):
             refs = "; ".join(f"{k} {v:.3f} ms" for k, v in r.get("references_ms", {}).items())
             if refs:
                 others = f"{others}; {refs}" if others else refs
+            if faults_text(r):
+                others = f"{others}; {faults_text(r)}" if others else faults_text(r)
             t = target(r)
             mark = "" if t is None or r["speedup"] is None else (" ✓" if r["speedup"] >= t else " ✗")
             dist = "~" if r.get("disturbed") else ""
@@ -181,7 +197,8 @@ def variant_summary(runs):
     names = [v for v, _ in runs]
     info = runs[0][1]["machine"]
     out = [f"Speedup vs the fastest PyTorch alternative per kernel variant (ATen forced to the same capability) "
-           f"- {info['cpu']}, {info['logical_cpus']} logical CPUs, torch {info['torch']}. ~ = disturbed.", "",
+           f"- {info['cpu']}, {info['logical_cpus']} logical CPUs, torch {info['torch']}. ~ = disturbed. † = page "
+           f"faults in the timed calls (npu_ext or the alternative: see the variant's table).", "",
            "| op | dtype | size | threads | target | " + " | ".join(names) + " |",
            "|---|---|---|---:|---:|" + "---:|" * len(names)]
     for k in keys:
@@ -197,7 +214,8 @@ def variant_summary(runs):
                 targets.append(t)
             ok = "" if t is None else (" ✓" if r["speedup"] >= t else " ✗")
             floor = f" (floor {floor_cell(r)})" if r.get("floor") else ""
-            cells.append(f"{'~' if r.get('disturbed') else ''}{r['speedup']:.2f}x{ok}{floor}")
+            pf = " †" if faults_text(r) else ""
+            cells.append(f"{'~' if r.get('disturbed') else ''}{r['speedup']:.2f}x{ok}{floor}{pf}")
         tcell = " / ".join(format(t, "g") + "x" for t in targets) or "-"
         out.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {tcell} | "
                    + " | ".join(cells) + " |")

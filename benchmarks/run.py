@@ -39,6 +39,11 @@ import statistics
 import sys
 import time
 
+try:
+    import resource  # page faults per call (POSIX)
+except ImportError:  # pragma: no cover
+    resource = None
+
 import torch
 from torch.utils import benchmark
 
@@ -109,12 +114,22 @@ def _cpu_timer(fn, min_run_time):
         for _ in range(number):
             fn()
         reps.append((time.thread_time() - c0) / number)
-    return reps
+    return reps, number
 
 
-def timed(fns, threads, rounds, min_run_time, spreads=None, cpu_time=False):
+def _minor_faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource else 0
+
+
+PAGE_FAULTS_SHOWN = 64  # page faults per call (256 KB of 4 KB pages) from which a result shows them
+
+
+def timed(fns, threads, rounds, min_run_time, spreads=None, cpu_time=False, faults=None):
     """Median seconds per call of each callable, timed in interleaved rounds (the order alternates between
-    rounds). Failing callables -> None. `spreads`, if given, receives max/min of each one's per-round medians."""
+    rounds). Failing callables -> None. `spreads`, if given, receives max/min of each one's per-round medians;
+    `faults`, the minor page faults per call of each in the timed rounds (the process's, so every thread's:
+    fresh pages faulted in, e.g. an output glibc had to map again because the heap was trimmed or the block is
+    above the mmap threshold; its calibration calls are counted too, a small overestimate)."""
     ok = {}
     for name, fn in fns.items():
         try:
@@ -124,6 +139,7 @@ def timed(fns, threads, rounds, min_run_time, spreads=None, cpu_time=False):
             log(f"      {name}: skipped ({type(e).__name__}: {str(e).splitlines()[0][:100]})")
     times = {name: [] for name in ok}
     per_round = {name: [] for name in ok}
+    flt = {name: [0, 0] for name in ok}  # minor faults, calls
     order = list(ok)
     # One untimed round first: calls that allocate large outputs grow glibc's heap until the high-water mark of
     # this interleaving is reached, and until then a call may fault in fresh pages (a 16 MB output: about 6 ms
@@ -134,17 +150,24 @@ def timed(fns, threads, rounds, min_run_time, spreads=None, cpu_time=False):
             ok[name]()
     for r in range(rounds):
         for name in (order if r % 2 == 0 else order[::-1]):
+            f0 = _minor_faults()
             if cpu_time:
-                reps = _cpu_timer(ok[name], min_run_time)
+                reps, number = _cpu_timer(ok[name], min_run_time)
                 times[name].extend(reps)
                 per_round[name].append(statistics.median(reps))
+                flt[name][0] += _minor_faults() - f0
+                flt[name][1] += number * len(reps)
                 continue
             m = benchmark.Timer(stmt="fn()", globals={"fn": ok[name]}, num_threads=threads).blocked_autorange(
                 min_run_time=min_run_time)
             times[name].extend(m.times)
             per_round[name].append(m.median)
+            flt[name][0] += _minor_faults() - f0
+            flt[name][1] += m.number_per_run * len(m.raw_times)
     if spreads is not None:
         spreads.update({n: max(v) / min(v) for n, v in per_round.items() if v and min(v) > 0})
+    if faults is not None:
+        faults.update({n: f / max(c, 1) for n, (f, c) in flt.items()})
     return {name: (statistics.median(ts) if ts else None) for name, ts in times.items()}
 
 
@@ -166,9 +189,10 @@ def run_case(case, threads, mode):
     dst = torch.zeros_like(src)
     copy_name = "__copy__"
     fns[copy_name] = lambda: dst.copy_(src)
-    spreads = {}
+    spreads, faults = {}, {}
     cpu_time = case.cpu_time and threads == 1
-    med = timed(fns, threads, mode["rounds"] + (2 if cpu_time else 0), mode["min_run_time"], spreads, cpu_time)
+    med = timed(fns, threads, mode["rounds"] + (2 if cpu_time else 0), mode["min_run_time"], spreads, cpu_time,
+                faults)
     copy_gbps = 8 * n_copy / med.pop(copy_name) / 1e9
     ext_s = med.pop("npu_ext", None)
     if ext_s is None:
@@ -194,6 +218,8 @@ def run_case(case, threads, mode):
         "floor": ({"name": case.floor, "ms": ref_ms[case.floor], "ratio": ref_ms[case.floor] / (ext_s * 1e3)}
                   if case.floor in ref_ms else None),
         "round_spread": {k: round(v, 3) for k, v in spreads.items()},
+        # Minor page faults per call in the timed rounds, npu_ext and the alternatives (not the references).
+        "faults_per_call": {k: round(faults[k], 1) for k in ["npu_ext", *base] if k in faults},
         "timing": "thread CPU time" if cpu_time else "wall time",
     }
     # Disturbed: the rounds of npu_ext, the best alternative or the copy disagree, or the kernel "beats" the
@@ -205,6 +231,9 @@ def run_case(case, threads, mode):
     refs_txt = "".join(f" | {k} {v:.3f} ms" for k, v in ref_ms.items())
     if rec["floor"]:
         refs_txt += f" (npu_ext at {rec['floor']['ratio']:.2f}x the floor's speed)"
+    fpc = rec["faults_per_call"]
+    if any(v >= PAGE_FAULTS_SHOWN for v in fpc.values()):
+        refs_txt += " | page faults per call: " + ", ".join(f"{k} {v:.0f}" for k, v in fpc.items())
     log(f"      npu_ext {ext_s * 1e3:.3f} ms, {gbps:.1f} GB/s = {rec['roofline_frac']:.0%} of copy "
         f"({copy_gbps:.1f} GB/s) | {others}{refs_txt}")
     if rec["disturbed"]:
