@@ -121,9 +121,6 @@ def _minor_faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource else 0
 
 
-PAGE_FAULTS_SHOWN = 64  # page faults per call (256 KB of 4 KB pages) from which a result shows them
-
-
 def timed(fns, threads, rounds, min_run_time, spreads=None, cpu_time=False, faults=None):
     """Median seconds per call of each callable, timed in interleaved rounds (the order alternates between
     rounds). Failing callables -> None. `spreads`, if given, receives max/min of each one's per-round medians;
@@ -231,9 +228,8 @@ def run_case(case, threads, mode):
     refs_txt = "".join(f" | {k} {v:.3f} ms" for k, v in ref_ms.items())
     if rec["floor"]:
         refs_txt += f" (npu_ext at {rec['floor']['ratio']:.2f}x the floor's speed)"
-    fpc = rec["faults_per_call"]
-    if any(v >= PAGE_FAULTS_SHOWN for v in fpc.values()):
-        refs_txt += " | page faults per call: " + ", ".join(f"{k} {v:.0f}" for k, v in fpc.items())
+    if report.faults_text(rec):
+        refs_txt += " | " + report.faults_text(rec)
     log(f"      npu_ext {ext_s * 1e3:.3f} ms, {gbps:.1f} GB/s = {rec['roofline_frac']:.0%} of copy "
         f"({copy_gbps:.1f} GB/s) | {others}{refs_txt}")
     if rec["disturbed"]:
