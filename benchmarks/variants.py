@@ -30,6 +30,18 @@ ONEDNN_ISA = {"DEFAULT": "SSE41", "AVX2": "AVX2"}
 INDUCTOR_MARCH = {"DEFAULT": "x86-64-v2", "AVX2": "x86-64-v3"}
 
 
+def variant_env(variant, env, machine=None):
+    """The environment of the subprocess that runs `variant` (e.g. "AVX2"): `env` with ATEN_CPU_CAPABILITY and, on
+    x86-64, the caps of oneDNN and inductor for that variant (elsewhere the one variant is the host's own)."""
+    env = dict(env, ATEN_CPU_CAPABILITY=variant.lower(), NPU_EXT_BENCH_TAG=variant)
+    if (machine or platform.machine()).lower() in ("x86_64", "amd64"):
+        if variant in ONEDNN_ISA:
+            env["ONEDNN_MAX_CPU_ISA"] = ONEDNN_ISA[variant]
+        if variant in INDUCTOR_MARCH:
+            env["TORCHINDUCTOR_CPP_MARCH"] = INDUCTOR_MARCH[variant]
+    return env
+
+
 def available_variants():
     """The kernel variants this build has and this CPU runs, lowest first (torch_ext._variants)."""
     from torch_ext._variants import cpu_variants
@@ -42,12 +54,7 @@ def main(argv, out_dir, mode_name):
     print(f"kernel variants on this CPU: {', '.join(variants)} (one subprocess each)", flush=True)
     runs = []
     for v in variants:
-        env = dict(os.environ, ATEN_CPU_CAPABILITY=v.lower(), NPU_EXT_BENCH_TAG=v)
-        if platform.machine().lower() in ("x86_64", "amd64"):
-            if v in ONEDNN_ISA:
-                env["ONEDNN_MAX_CPU_ISA"] = ONEDNN_ISA[v]
-            if v in INDUCTOR_MARCH:
-                env["TORCHINDUCTOR_CPP_MARCH"] = INDUCTOR_MARCH[v]
+        env = variant_env(v, os.environ)
         print(f"\n===== variant {v}: ATEN_CPU_CAPABILITY={v.lower()} =====", flush=True)
         rc = subprocess.call([sys.executable, "-m", "benchmarks.run", *argv], env=env)
         path = os.path.join(out_dir, f"bench-{mode_name}-{v}.json")
