@@ -220,6 +220,9 @@ void grouped_bias_add_grad_impl(const scalar_t* base, const GroupedRows& L, scal
   const int64_t H = L.hidden;
   const int64_t G = static_cast<int64_t>(L.rows.size());
   constexpr int64_t kCols = kColsOf<scalar_t>;
+  // A chunk sum is copied to `partial` at column h0 in the accumulator's lane order and rounded by a second
+  // pass over the whole row (store_rounded from column 0): both agree only if every block starts on a whole Pack.
+  static_assert(kCols % Pack<scalar_t>::kSize == 0, "column blocks must start on a whole Pack");
   const int64_t col_blocks = (H + kCols - 1) / kCols;
   const int64_t chunk_rows = std::max<int64_t>(kMinChunkRows, kChunkElems / std::max<int64_t>(H, 1));
 
