@@ -105,7 +105,7 @@ def _caps(info):
     return "; " + ", ".join(caps) if caps else ""
 
 
-PAGE_FAULTS_SHOWN = 64  # as benchmarks/run.py: page faults per call (256 KB of 4 KB pages) worth showing
+PAGE_FAULTS_SHOWN = 64  # page faults per call (256 KB of 4 KB pages) from which a result shows them
 
 
 def faults_text(rec):
@@ -144,8 +144,9 @@ def markdown_table(records, info, detail=False, sizes=MAIN_SIZES):
             refs = "; ".join(f"{k} {v:.3f} ms" for k, v in r.get("references_ms", {}).items())
             if refs:
                 others = f"{others}; {refs}" if others else refs
-            if faults_text(r):
-                others = f"{others}; {faults_text(r)}" if others else faults_text(r)
+            faults = faults_text(r)
+            if faults:
+                others = f"{others}; {faults}" if others else faults
             t = target(r)
             mark = "" if t is None or r["speedup"] is None else (" ✓" if r["speedup"] >= t else " ✗")
             dist = "~" if r.get("disturbed") else ""

@@ -228,8 +228,9 @@ def run_case(case, threads, mode):
     refs_txt = "".join(f" | {k} {v:.3f} ms" for k, v in ref_ms.items())
     if rec["floor"]:
         refs_txt += f" (npu_ext at {rec['floor']['ratio']:.2f}x the floor's speed)"
-    if report.faults_text(rec):
-        refs_txt += " | " + report.faults_text(rec)
+    faults_txt = report.faults_text(rec)
+    if faults_txt:
+        refs_txt += " | " + faults_txt
     log(f"      npu_ext {ext_s * 1e3:.3f} ms, {gbps:.1f} GB/s = {rec['roofline_frac']:.0%} of copy "
         f"({copy_gbps:.1f} GB/s) | {others}{refs_txt}")
     if rec["disturbed"]:

@@ -33,8 +33,7 @@ def test_variant_env_sets_no_x86_caps_elsewhere():
 
 def _record(op="gelu fwd+bwd", speedup=1.5, best="F.gelu", faults=None, **kw):
     rec = {"op": op, "dtype": "fp32", "size": "large", "shape": "4096x1024", "numel": 1 << 22, "threads": 1,
-           "speedup": speedup,
-           "best_baseline": best, "faults_per_call": faults or {}, "disturbed": False}
+           "speedup": speedup, "best_baseline": best, "faults_per_call": faults or {}, "disturbed": False}
     rec.update(kw)
     return rec
 
