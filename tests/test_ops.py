@@ -225,6 +225,30 @@ def test_grouped_bias_add_grad_chunk_sums_of_growing_and_shrinking_calls():
             assert_accurate(out, oracle.grouped_bias_add_grad(grad_y, group_idx), torch.float32)
 
 
+@pytest.mark.parametrize("dtype,hidden", [(torch.float32, 512), (torch.bfloat16, 512), (torch.float16, 520)])
+def test_grouped_bias_add_grad_large_output(dtype, hidden):
+    # A 64 MB input and an output of 1 MB or more: the AVX2 / AVX-512 kernels write single-chunk groups with
+    # non-temporal stores (whole vectors: 520 fp16 columns end in a partial one and take the normal stores).
+    # Groups of 30-45 rows, one empty, one of 500 rows (several chunks). The smaller call on the first groups'
+    # rows (about 1.5 MB, normal stores) must give the same bits: a group's sum depends on its rows alone.
+    rows = 64 * 2**20 // (hidden * torch.finfo(dtype).bits // 8)
+    sizes = [500, 0] + [30 + (7 * j) % 16 for j in range(rows // 30)]
+    ends = torch.tensor(sizes).cumsum(0)
+    ends = torch.cat([ends[ends < rows], torch.tensor([rows])])  # the last group takes the rows left
+    grad_y = make([rows, hidden], dtype, low=0.0, high=1.0)  # sums without cancellation, as above
+    assert ends.numel() * hidden * grad_y.element_size() >= 2**20
+    out = ops.grouped_bias_add_grad(grad_y, ends)
+    assert_accurate(out, oracle.grouped_bias_add_grad(grad_y, ends), dtype)
+    k = 40
+    small = ops.grouped_bias_add_grad(grad_y[: int(ends[k - 1])], ends[:k])
+    assert torch.equal(bits(out[:k]), bits(small))
+    # Into an `out` that starts off a vector boundary (one element in): normal stores, the same bits.
+    buf = torch.empty(out.numel() + 1, dtype=dtype)
+    shifted = buf[1:].view(out.shape)
+    ops.grouped_bias_add_grad.out(grad_y, ends, 0, out=shifted)
+    assert torch.equal(bits(shifted), bits(out))
+
+
 def test_grouped_bias_add_grad_long_group_small_hidden():
     grad_y = make([50000, 3], torch.float32)  # many row blocks in one group
     group_idx = torch.tensor([1, 49000, 50000])

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -49,6 +50,14 @@ constexpr int64_t kChunkElems = 1 << 17;     // target elements per chunk: 256 K
 constexpr int64_t kMinChunkRows = 64;        // but at least this many rows (wide rows: fewer chunk sums)
 constexpr int64_t kPrefetchBytes = 8192;     // prefetch distance, in whole rows (at least one)
 constexpr int64_t kL1AccBytes = 8192;        // an accumulator block wider than this takes 4 rows per pass
+// Outputs of at least kStreamOutBytes, from inputs of at least kStreamInBytes, are written with non-temporal
+// stores (AVX2 / AVX-512; see store_rounded_streaming): a normal store first reads the line it writes (the
+// prefetch for writing below only moves that read earlier), and with an input this much larger than a last-level
+// cache share, the rows written early are evicted before the call ends anyway. Zen 5, 65536x512 fp32 with 2048
+// groups (a 4 MB output): 0.88-0.93 -> 0.91-0.97x of the floor at 2 threads, 0.88 -> 0.91x at 1 thread.
+// Smaller outputs gain nothing measurable, and a consumer that reads the output right after finds it in cache.
+constexpr int64_t kStreamOutBytes = int64_t(1) << 20;
+constexpr int64_t kStreamInBytes = int64_t(64) << 20;
 
 // acc[0:w] += row[0:w], in fp32/fp64, prefetching the lines `ahead` elements past the ones read (0: none).
 // The accumulator holds each whole vector of the row in Pack::load_elementwise's lane order (bf16 on AVX2 and
@@ -214,6 +223,39 @@ void store_rounded(scalar_t* out, const at::opmath_type<scalar_t>* acc, int64_t 
   for (; h < H; ++h) out[h] = static_cast<scalar_t>(acc[h]);
 }
 
+// store_rounded with non-temporal stores (x86's AVX2 and AVX-512 variants), where out starts on a whole vector
+// and w is a whole number of them; false, with nothing written, elsewhere. The caller fences (_mm_sfence) after.
+template <typename scalar_t>
+bool store_rounded_streaming(scalar_t* out, const at::opmath_type<scalar_t>* acc, int64_t w) {
+#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
+  using P = Pack<scalar_t>;
+  using Vec = typename P::Vec;
+  using Raw = Vectorized<scalar_t>;
+  constexpr int64_t K = P::kSize;
+  if (reinterpret_cast<uintptr_t>(out) % sizeof(Raw) != 0 || w % K != 0) return false;
+  for (int64_t h = 0; h < w; h += K) {
+    P p;
+    for (int k = 0; k < P::kVecs; ++k) p.v[k] = Vec::loadu(acc + h + k * Vec::size());
+    const Raw raw = p.narrow_elementwise();
+#if defined(CPU_CAPABILITY_AVX512)
+    static_assert(sizeof(Raw) == sizeof(__m512i), "one register");
+    __m512i bits;
+    std::memcpy(&bits, &raw, sizeof(bits));
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(out + h), bits);
+#else
+    static_assert(sizeof(Raw) == sizeof(__m256i), "one register");
+    __m256i bits;
+    std::memcpy(&bits, &raw, sizeof(bits));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(out + h), bits);
+#endif
+  }
+  return true;
+#else
+  (void)out, (void)acc, (void)w;
+  return false;
+#endif
+}
+
 template <typename scalar_t>
 void grouped_bias_add_grad_impl(const scalar_t* base, const GroupedRows& L, scalar_t* out) {
   using acc_t = at::opmath_type<scalar_t>;
@@ -258,6 +300,8 @@ void grouped_bias_add_grad_impl(const scalar_t* base, const GroupedRows& L, scal
       for (int64_t b = 0; b < col_blocks; ++b, ++t) task_row[t + 1] = task_row[t] + rows;
     }
   }
+  const int64_t in_bytes = task_row[ntasks] / col_blocks * H * static_cast<int64_t>(sizeof(scalar_t));
+  const bool stream = G * H * static_cast<int64_t>(sizeof(scalar_t)) >= kStreamOutBytes && in_bytes >= kStreamInBytes;
   at::parallel_for(0, task_row[ntasks], 1, [&](int64_t begin, int64_t end) {
     const int64_t t0 = std::lower_bound(task_row.begin(), task_row.end() - 1, begin) - task_row.begin();
     const int64_t t1 = std::lower_bound(task_row.begin(), task_row.end() - 1, end) - task_row.begin();
@@ -267,6 +311,7 @@ void grouped_bias_add_grad_impl(const scalar_t* base, const GroupedRows& L, scal
     std::vector<acc_t> acc_buf(static_cast<size_t>(std::min(kCols, H)) + 64 / sizeof(acc_t));
     acc_t* acc = reinterpret_cast<acc_t*>((reinterpret_cast<uintptr_t>(acc_buf.data()) + 63) & ~uintptr_t(63));
     int64_t j = std::upper_bound(first_chunk.begin(), first_chunk.end(), t0 / col_blocks) - first_chunk.begin() - 1;
+    [[maybe_unused]] bool streamed = false;
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t c = t / col_blocks, h0 = (t % col_blocks) * kCols;
       while (c >= first_chunk[j + 1]) ++j;
@@ -275,17 +320,22 @@ void grouped_bias_add_grad_impl(const scalar_t* base, const GroupedRows& L, scal
       scalar_t* const dst = slot[j] < 0 ? out + j * H + h0 : nullptr;
       acc_t* const dst_partial = slot[j] < 0 ? nullptr : partial.get() + (slot[j] + c - first_chunk[j]) * H + h0;
       if (dst != nullptr) {
-        prefetch_for_write(dst, w * static_cast<int64_t>(sizeof(scalar_t)));
+        if (!stream) prefetch_for_write(dst, w * static_cast<int64_t>(sizeof(scalar_t)));
       } else {
         prefetch_for_write(dst_partial, w * static_cast<int64_t>(sizeof(acc_t)));
       }
       sum_rows(acc, base + L.group_base[j] + h0 * L.col_stride, r0, r1, L.row_stride, L.col_stride, w, gathered);
-      if (dst != nullptr) {
-        store_rounded(dst, acc, w);
-      } else {
+      if (dst == nullptr) {
         std::copy(acc, acc + w, dst_partial);
+      } else if (stream && store_rounded_streaming(dst, acc, w)) {
+        streamed = true;
+      } else {
+        store_rounded(dst, acc, w);
       }
     }
+#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
+    if (streamed) _mm_sfence();
+#endif
   });
   if (nslots == 0) return;
 

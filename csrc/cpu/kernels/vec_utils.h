@@ -332,18 +332,22 @@ struct Pack {
   }
 
   C10_ALWAYS_INLINE void store_elementwise(scalar_t* p, int64_t count = kSize) const {
+    const Vectorized<scalar_t> raw = narrow_elementwise();
+    if (count == kSize) {
+      raw.store(p);
+    } else {
+      raw.store(p, count);
+    }
+  }
+
+  // narrow() for a Pack made by load_elementwise: these values rounded to scalar_t, in element order.
+  C10_ALWAYS_INLINE Vectorized<scalar_t> narrow_elementwise() const {
 #if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
     if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
-      const Vectorized<scalar_t> raw(narrow_bf16_even_odd(v[0], v[1]));
-      if (count == kSize) {
-        raw.store(p);
-      } else {
-        raw.store(p, count);
-      }
-      return;
+      return Vectorized<scalar_t>(narrow_bf16_even_odd(v[0], v[1]));
     }
 #endif
-    store(p, count);
+    return narrow();
   }
 
   // These values rounded to scalar_t and widened back (the identity for float and double): what a value that
