@@ -162,6 +162,41 @@ def test_16bit_conversions_are_exact_for_every_value(dtype):
         assert (same | both_nan).all(), (w, g[~(same | both_nan)][:8], gi[~(same | both_nan)][:8])
 
 
+@pytest.mark.parametrize("layout", ["rows", "segments"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_prelu_backward_weight_terms_rounded_one_by_one(dtype, layout):
+    """Each grad_weight term x * g is rounded to the dtype before it is summed (docs/operators.md, "Semantics
+    notes"), in every kernel variant (x86's DEFAULT rounds fp16 in fp32 arithmetic). Channel c holds two terms:
+    x0 * g[c], over every finite 16-bit g, and -t[c], t being that product rounded by PyTorch. Rounded
+    exactly, they cancel to 0; a term left unrounded, or rounded to another neighbour, leaves the difference.
+    Where t is infinite, the second term is NaN (its grad_input is infinite), and so is the sum (the next test
+    checks that boundary with a finite second term)."""
+    g = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(dtype)
+    g = g[torch.isfinite(g)]
+    w = torch.ones(g.numel(), dtype=dtype)
+    for x0 in (-0.7, -1.0 / 3.0, -3.0, -1.7e3, -3.0e-3):
+        x0 = torch.tensor(x0, dtype=dtype)
+        t = (x0.float() * g.float()).to(dtype)
+        x = torch.stack([x0.expand_as(g), -torch.ones_like(g)])  # (2, C); g1 = t: the second term is -t
+        gy = torch.stack([g, t])
+        if layout == "segments":  # (1, C, 2): one channel's two terms in a row of the innermost dim
+            x, gy = x.t().contiguous()[None], gy.t().contiguous()[None]
+        _, gw = ops.prelu_backward(gy, x, w)
+        inf = torch.isinf(t)
+        assert torch.isnan(gw[inf]).all()
+        assert (gw[~inf] == 0).all(), (x0, g[~inf][gw[~inf] != 0][:8], gw[~inf][gw[~inf] != 0][:8])
+
+
+def test_prelu_backward_fp16_weight_term_rounds_to_infinity():
+    """An fp16 term from 65520 up (fp16's largest value, 65504, plus half an ulp: a tie, whose even neighbour is
+    2^16) is infinite. With a second term of 64 against it: -65472 + 64 is finite, -65520 and -65568 are -inf
+    (a term kept at -2^16 would sum to -65472)."""
+    g = torch.tensor([[21824.0, 21840.0, 21856.0], [-64.0, -64.0, -64.0]], dtype=torch.float16)
+    x = torch.tensor([[-3.0] * 3, [-1.0] * 3], dtype=torch.float16)
+    _, gw = ops.prelu_backward(g, x, torch.ones(3, dtype=torch.float16))
+    assert gw.tolist() == [-65408.0, -math.inf, -math.inf]
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_16bit_conversions_of_the_elementwise_kernels(dtype):
     """The elementwise kernels (logit_grad, gelu, gelu_backward_v2) load and store 16-bit values in their own lane

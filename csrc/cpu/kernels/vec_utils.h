@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #if defined(CPU_CAPABILITY_AVX2) || defined(CPU_CAPABILITY_AVX512)
@@ -463,8 +464,8 @@ C10_ALWAYS_INLINE __m128 sse2_select(__m128 m, __m128 a, __m128 b) {
 #endif
 
 // An fp32 vector rounded to T (c10::Half or c10::BFloat16: round to nearest even, overflow to +-inf, subnormals
-// kept) and widened back, in registers (x86-64; Pack::rounded() uses it): F16C for fp16 on AVX2 / AVX-512, the
-// SSE2 conversions above on the DEFAULT variant; for bf16 the rounding on the fp32 bits (add 0x7FFF plus the
+// kept) and widened back, in registers (x86-64; Pack::rounded() uses it): F16C for fp16 on AVX2 / AVX-512, fp32
+// arithmetic on the DEFAULT variant (sse2_round_to_16bit); for bf16 the rounding on the fp32 bits (add 0x7FFF plus the
 // lowest kept bit, clear the low half), with NaN lanes passed through unchanged (still NaN).
 #if defined(CPU_CAPABILITY_AVX2) || defined(CPU_CAPABILITY_AVX512)
 template <typename T>
@@ -492,12 +493,27 @@ C10_ALWAYS_INLINE Vectorized<float> round_to_16bit(const Vectorized<float>& v) {
 #endif
 }
 #elif defined(NPU_EXT_SSE2_LANES)
+// fp16: rounded in fp32 arithmetic, 12 instructions instead of the 30 of sse2_float_to_half_bits and back. |v| in
+// the binade [2^E, 2^(E+1)) plus m = 1.5 * 2^(E+13) lands in [2^(E+13), 2^(E+14)), whose fp32 ulp, 2^(E-10), is
+// fp16's ulp in |v|'s binade: the addition rounds |v| to fp16's precision, to nearest even, and subtracting m is
+// exact. E is taken as at least -14, fp16's smallest normal binade, whose ulp 2^-24 is also that of its
+// subnormals. |v| >= 65520 (fp16's largest value plus half an ulp) and infinity give infinity, NaN stays NaN with
+// its sign. Checked against the round trip through the fp16 bits for all 2^32 fp32 inputs, with and without
+// DAZ/FTZ: the same bits, except NaN payloads (quiet either way, the same sign).
 template <typename T>
 C10_ALWAYS_INLINE __m128 sse2_round_to_16bit(__m128 v) {
-  const __m128i u = _mm_castps_si128(v);
   if constexpr (std::is_same_v<T, c10::Half>) {
-    return _mm_castsi128_ps(sse2_half_to_float_bits(_mm_slli_epi32(sse2_float_to_half_bits(u), 16)));
+    const __m128 sign_mask = _mm_castsi128_ps(_mm_set1_epi32(static_cast<int>(0x80000000u)));
+    const __m128 abs = _mm_andnot_ps(sign_mask, v);
+    const __m128 binade = _mm_max_ps(_mm_and_ps(abs, _mm_castsi128_ps(_mm_set1_epi32(0x7F800000))),
+                                     _mm_set1_ps(0x1.0p-14f));  // 2^E (NaN, infinity: infinity)
+    const __m128 m = _mm_mul_ps(binade, _mm_set1_ps(0x1.8p+13f));
+    const __m128 r = _mm_sub_ps(_mm_add_ps(abs, m), m);
+    const __m128 inf = _mm_cmpge_ps(abs, _mm_set1_ps(65520.0f));
+    return _mm_or_ps(sse2_select(inf, _mm_set1_ps(std::numeric_limits<float>::infinity()), r),
+                     _mm_and_ps(v, sign_mask));
   } else {
+    const __m128i u = _mm_castps_si128(v);
     const __m128i odd = _mm_and_si128(_mm_srli_epi32(u, 16), _mm_set1_epi32(1));
     const __m128 r = _mm_castsi128_ps(_mm_and_si128(_mm_add_epi32(_mm_add_epi32(u, _mm_set1_epi32(0x7FFF)), odd),
                                                     _mm_set1_epi32(static_cast<int>(0xFFFF0000u))));
