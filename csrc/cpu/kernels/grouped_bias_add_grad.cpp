@@ -44,6 +44,11 @@ namespace {
 //   columns stay at one row per pass (0.90 against 0.86-0.88).
 // - At least kMinChunkRows rows per chunk, so that wide rows make few chunk sums (16 rows of 8192 columns made
 //   8 MB of them for a 128 MB input): 0.58 -> 0.67 (one row per pass), 0.70 -> 0.80 (four).
+// - 16-bit rows of two column blocks read each row as two 8 KB halves, 64 rows apart. At 2 threads the VM has
+//   stretches where that costs: 4096x8192 bf16 0.73-0.76 where 8192x4096 (whole rows) reads at 0.93-0.95, and
+//   1.02-1.17 in other stretches. Tried in a slow stretch: prefetching the row's next half for the next task
+//   (0.71-0.75; 1 thread 0.96 -> 0.74-0.78), the halves of 4-16 rows in turn through two accumulators
+//   (0.63-0.65; 1 thread 0.64-0.66), 8192-column blocks and four rows per pass (0.78-0.80; 1 thread 0.79-0.80).
 template <typename scalar_t>
 constexpr int64_t kColsOf = kReduced<scalar_t> ? 4096 : 8192;
 constexpr int64_t kChunkElems = 1 << 17;     // target elements per chunk: 256 KB of fp16, 512 KB of fp32,
