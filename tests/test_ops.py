@@ -265,7 +265,7 @@ def test_grouped_bias_add_grad_large_output(dtype, hidden):
     # A 64 MB input and an output of 1 MB or more: the AVX2 / AVX-512 kernels write single-chunk groups with
     # non-temporal stores (whole vectors: 520 fp16 columns end in a partial one and take the normal stores).
     # Groups of 30-45 rows, one empty, one of 500 rows (several chunks). The smaller call on the first groups'
-    # rows (about 1.5 MB, normal stores) must give the same bits: a group's sum depends on its rows alone.
+    # rows (2-4 MB, normal stores) must give the same bits: a group's sum depends on its rows alone.
     rows = 64 * 2**20 // (hidden * torch.finfo(dtype).bits // 8)
     sizes = [500, 0] + [30 + (7 * j) % 16 for j in range(rows // 30)]
     ends = torch.tensor(sizes).cumsum(0)

@@ -465,8 +465,8 @@ C10_ALWAYS_INLINE __m128 sse2_select(__m128 m, __m128 a, __m128 b) {
 
 // An fp32 vector rounded to T (c10::Half or c10::BFloat16: round to nearest even, overflow to +-inf, subnormals
 // kept) and widened back, in registers (x86-64; Pack::rounded() uses it): F16C for fp16 on AVX2 / AVX-512, fp32
-// arithmetic on the DEFAULT variant (sse2_round_to_16bit); for bf16 the rounding on the fp32 bits (add 0x7FFF plus the
-// lowest kept bit, clear the low half), with NaN lanes passed through unchanged (still NaN).
+// arithmetic on the DEFAULT variant (sse2_round_to_16bit); for bf16 the rounding on the fp32 bits (add 0x7FFF
+// plus the lowest kept bit, clear the low half), with NaN lanes passed through unchanged (still NaN).
 #if defined(CPU_CAPABILITY_AVX2) || defined(CPU_CAPABILITY_AVX512)
 template <typename T>
 C10_ALWAYS_INLINE Vectorized<float> round_to_16bit(const Vectorized<float>& v) {
