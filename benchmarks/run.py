@@ -150,17 +150,15 @@ def timed(fns, threads, rounds, min_run_time, spreads=None, cpu_time=False, faul
             f0 = _minor_faults()
             if cpu_time:
                 reps, number = _cpu_timer(ok[name], min_run_time)
-                times[name].extend(reps)
                 per_round[name].append(statistics.median(reps))
-                flt[name][0] += _minor_faults() - f0
-                flt[name][1] += number * len(reps)
-                continue
-            m = benchmark.Timer(stmt="fn()", globals={"fn": ok[name]}, num_threads=threads).blocked_autorange(
-                min_run_time=min_run_time)
-            times[name].extend(m.times)
-            per_round[name].append(m.median)
+            else:
+                m = benchmark.Timer(stmt="fn()", globals={"fn": ok[name]}, num_threads=threads).blocked_autorange(
+                    min_run_time=min_run_time)
+                reps, number = m.times, m.number_per_run
+                per_round[name].append(m.median)
+            times[name].extend(reps)
             flt[name][0] += _minor_faults() - f0
-            flt[name][1] += m.number_per_run * len(m.raw_times)
+            flt[name][1] += number * len(reps)
     if spreads is not None:
         spreads.update({n: max(v) / min(v) for n, v in per_round.items() if v and min(v) > 0})
     if faults is not None:

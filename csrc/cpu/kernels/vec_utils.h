@@ -287,8 +287,10 @@ struct Pack {
     return widen(count == kSize ? Vectorized<scalar_t>::loadu(p) : Vectorized<scalar_t>::loadu(p, count));
   }
 
-  C10_ALWAYS_INLINE void store(scalar_t* p, int64_t count = kSize) const {
-    const Vectorized<scalar_t> raw = narrow();
+  C10_ALWAYS_INLINE void store(scalar_t* p, int64_t count = kSize) const { store_raw(narrow(), p, count); }
+
+  // `count` elements of raw at p (a whole vector: no bounds).
+  static C10_ALWAYS_INLINE void store_raw(const Vectorized<scalar_t>& raw, scalar_t* p, int64_t count) {
     if (count == kSize) {
       raw.store(p);
     } else {
@@ -333,12 +335,7 @@ struct Pack {
   }
 
   C10_ALWAYS_INLINE void store_elementwise(scalar_t* p, int64_t count = kSize) const {
-    const Vectorized<scalar_t> raw = narrow_elementwise();
-    if (count == kSize) {
-      raw.store(p);
-    } else {
-      raw.store(p, count);
-    }
+    store_raw(narrow_elementwise(), p, count);
   }
 
   // narrow() for a Pack made by load_elementwise: these values rounded to scalar_t, in element order.
