@@ -30,9 +30,12 @@ namespace {
 // per pass over the accumulator (the previous kernel) walks that many interleaved 2 KB streams, which the
 // hardware prefetchers follow badly (0.44-0.59x); one row at a time is one sequential stream per contiguous chunk
 // (0.68x), and prefetching the row kPrefetchBytes ahead in software brings it to 0.78-0.9x (16-bit inputs:
-// 0.9-1.25x, ATen's 16-bit sum being slower than the memory). Each task also prefetches, for writing, the row
-// its sum goes to (out or the chunk buffer), which would otherwise miss on the store: with 2048 groups of 65536x512,
-// 0.81 -> 0.88x of the floor (fp32, 1 thread), 0.87 -> 0.94x (bf16, 2 threads).
+// 0.9-1.25x, ATen's 16-bit sum being slower than the memory). Two rows per pass with the prefetch gains only
+// where grad_y sits in the last-level cache (4096x1024 fp32, in a C loop: 1.08-1.14x against 0.98-1.05x with
+// one) and loses beyond it (32 MB: 0.70-0.78x against 0.87-0.89x; 128 MB: 0.83-0.94x against 0.95-1.05x).
+// Each task also prefetches, for writing, the row its sum goes to (out or the chunk buffer), which would otherwise
+// miss on the store: with 2048 groups of 65536x512, 0.81 -> 0.88x of the floor (fp32, 1 thread), 0.87 -> 0.94x
+// (bf16, 2 threads).
 //
 // Wide rows (measured on the Zen 5, 4096x8192 with 64 skewed groups, 1 thread, fraction of the floor, with no
 // page faults in the timed calls; see Scratch):
