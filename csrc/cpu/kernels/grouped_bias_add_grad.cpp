@@ -51,7 +51,9 @@ namespace {
 //   stretches where that costs: 4096x8192 bf16 0.73-0.76 where 8192x4096 (whole rows) reads at 0.93-0.95, and
 //   1.02-1.17 in other stretches. Tried in a slow stretch: prefetching the row's next half for the next task
 //   (0.71-0.75; 1 thread 0.96 -> 0.74-0.78), the halves of 4-16 rows in turn through two accumulators
-//   (0.63-0.65; 1 thread 0.64-0.66), 8192-column blocks and four rows per pass (0.78-0.80; 1 thread 0.79-0.80).
+//   (0.63-0.65; 1 thread 0.64-0.66), 8192-column blocks and four rows per pass (0.78-0.80; 1 thread 0.79-0.80),
+//   8192-column blocks, one row per pass, prefetching 4-6 KB ahead in the stream (0.79-0.84; 1 thread 0.77-0.83:
+//   a 32 KB accumulator and the 16 KB row it streams overflow the 48 KB L1D).
 template <typename scalar_t>
 constexpr int64_t kColsOf = kReduced<scalar_t> ? 4096 : 8192;
 constexpr int64_t kChunkElems = 1 << 17;     // target elements per chunk: 256 KB of fp16, 512 KB of fp32,
