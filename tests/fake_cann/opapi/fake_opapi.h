@@ -1,0 +1,299 @@
+// TEST-ONLY: what every source of the fake libopapi.so shares (the nnopbase objects, status codes, element
+// access through a descriptor, the SoC and kernel tables, the two-phase executor). Used by the fake CANN of
+// `make test-npu` (tests/fake_cann) and by the host stand-in that runs the NPU sources under the aarch64
+// emulation (tests/npu_stub).
+//
+// Status codes as the real operators: 0 success, 161001 (ACLNN_ERR_PARAM_NULLPTR) for a null required
+// argument, 161002 (ACLNN_ERR_PARAM_INVALID) for an invalid one (dtype, rank, shape, descriptor, option),
+// 561xxx (ACLNN_ERR_INNER*) for internal failures (opbase include/nnopbase/opdev/op_errno.h).
+// The SoC is $NPU_FAKE_SOC (default Ascend910B3 = Atlas A2; A3 = Ascend910_93*; Ascend950 = Ascend950PR_* /
+// Ascend950DT_*, or Ascend910_95* as older toolchains name the same chips); $NPU_FAKE_NO_KERNEL (comma-separated
+// kernel names) removes kernels for this SoC, as an older CANN whose op package predates the SoC's config.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace fake {
+
+inline constexpr int kSuccess = 0;
+inline constexpr int kNullptr = 161001;
+inline constexpr int kInvalid = 161002;
+inline constexpr int kInner = 561000;           // ACLNN_ERR_INNER: a kernel launch that failed
+inline constexpr int kTilingError = 561002;     // ACLNN_ERR_INNER_TILING_ERROR
+inline constexpr int kFindKernelError = 561003;  // ACLNN_ERR_INNER_FIND_KERNEL_ERROR
+inline constexpr int kInternal = 561103;        // ACLNN_ERR_INNER_NULLPTR (the stand-in refusing an out-of-bounds access)
+
+enum DType : int32_t { F32 = 0, F16 = 1, I32 = 3, I64 = 9, F64 = 11, BOOL = 12, BF16 = 27 };
+inline constexpr int64_t kMaxDims = 8;
+
+}  // namespace fake
+
+struct aclOpExecutor;  // opaque; the fake's executors are fake::Executor objects
+
+struct aclTensor {
+  std::vector<int64_t> sizes, strides;
+  int32_t dtype;
+  int64_t offset;
+  int32_t format;
+  int64_t storage_elems;
+  void* data;
+};
+
+struct aclScalar {
+  int32_t dtype;
+  alignas(16) unsigned char value[16];  // double, int64, bool or complex128, as op-plugin passes them
+};
+struct aclIntArray { std::vector<int64_t> values; };
+struct aclFloatArray { std::vector<float> values; };
+struct aclBoolArray { std::vector<bool> values; };
+struct aclTensorList { std::vector<const aclTensor*> tensors; };  // owns the tensors
+struct aclScalarList { std::vector<const aclScalar*> scalars; };  // owns the scalars
+
+namespace fake {
+
+inline std::mutex g_mu;
+inline std::map<std::string, int> g_calls;
+
+inline std::string g_last_error;
+
+inline void count(const std::string& name) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  ++g_calls[name];
+}
+
+// Records a rejection reason and returns the status (OP_LOGE + return in aclnn).
+inline int reject(int status, const std::string& why) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_last_error = why;
+  return status;
+}
+
+inline std::string soc() {
+  const char* env = std::getenv("NPU_FAKE_SOC");
+  return env != nullptr ? env : "Ascend910B3";
+}
+
+inline bool soc_is(const char* prefix) { return soc().rfind(prefix, 0) == 0; }
+inline bool soc_950() { return soc_is("Ascend950") || soc_is("Ascend910_95"); }
+inline bool soc_a2_a3() { return soc_is("Ascend910B") || soc_is("Ascend910_93"); }
+inline bool soc_a2_a3_950() { return soc_a2_a3() || soc_950(); }
+
+// Whether the installed op package has a kernel of this L0 op for the SoC (see the header comment).
+inline bool has_kernel(const std::string& kernel) {
+  const char* env = std::getenv("NPU_FAKE_NO_KERNEL");
+  if (env != nullptr) {
+    std::string list = std::string(",") + env + ",";
+    if (list.find("," + kernel + ",") != std::string::npos) return false;
+  }
+  if (kernel == "GroupedBiasAddGrad" || kernel == "LogitGrad") return soc_a2_a3_950();
+  if (kernel == "ScaledMaskedSoftmaxGradV2") return soc_a2_a3_950() || soc_is("Ascend310P");
+  return true;  // GeluGradV2, PReluGradUpdate
+}
+
+// Phase 1 of a generated operator whose kernel is missing for the SoC.
+inline int no_kernel(const std::string& kernel) {
+  return reject(kFindKernelError, "Cannot find binary for op " + kernel + " on " + soc() + ".");
+}
+
+inline int64_t itemsize(int32_t dt) {
+  switch (dt) {
+    case F32: case I32: return 4;
+    case F16: case BF16: return 2;
+    case I64: case F64: return 8;
+    case BOOL: return 1;
+    default: return 0;
+  }
+}
+
+inline std::string dtype_name(int32_t dt) {
+  switch (dt) {
+    case F32: return "DT_FLOAT";
+    case F16: return "DT_FLOAT16";
+    case BF16: return "DT_BF16";
+    default: return "DT_" + std::to_string(dt);
+  }
+}
+
+inline bool is_float(const aclTensor* t) { return t->dtype == F32 || t->dtype == F16 || t->dtype == BF16; }
+
+inline int64_t numel(const aclTensor* t) {
+  int64_t n = 1;
+  for (int64_t s : t->sizes) n *= s;
+  return n;
+}
+
+// A descriptor is valid when its view lies inside its storage.
+inline bool valid(const aclTensor* t) {
+  if (itemsize(t->dtype) == 0 || t->sizes.size() > static_cast<size_t>(kMaxDims) || t->offset < 0) return false;
+  int64_t last = t->offset;
+  for (size_t d = 0; d < t->sizes.size(); ++d) {
+    if (t->sizes[d] < 0 || t->strides[d] < 0) return false;
+    if (t->sizes[d] == 0) return true;  // empty view: nothing is addressed
+    last += (t->sizes[d] - 1) * t->strides[d];
+  }
+  return t->data != nullptr && last < t->storage_elems;
+}
+
+// --- fp16 / bf16 <-> fp32 (round to nearest even) -------------------------------------------------------
+inline float bits_to_float(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
+inline uint32_t float_to_bits(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }
+
+inline float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
+  if (exp == 0x1f) return bits_to_float(sign | 0x7f800000u | (man << 13));
+  if (exp == 0) {  // zero or subnormal: man * 2^-24
+    const float v = std::ldexp(static_cast<float>(man), -24);
+    return sign ? -v : v;
+  }
+  return bits_to_float(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+inline uint16_t float_to_half(float f) {
+  const uint32_t b = float_to_bits(f);
+  const uint16_t sign = static_cast<uint16_t>((b >> 16) & 0x8000u);
+  const float a = std::fabs(f);
+  if (std::isnan(f)) return sign | 0x7e00u;
+  if (a >= 65520.0f) return sign | 0x7c00u;  // rounds to infinity
+  if (a < std::ldexp(1.0f, -14)) {  // subnormal half: multiple of 2^-24, nearbyint rounds to even
+    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(a, 24)));
+  }
+  const uint32_t ab = float_to_bits(a);
+  uint32_t exp = (ab >> 23) - 112, man = ab & 0x7fffffu;
+  uint32_t h = (exp << 10) | (man >> 13);
+  const uint32_t rest = man & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // carries into the exponent correctly
+  return sign | static_cast<uint16_t>(h);
+}
+
+inline float bf16_to_float(uint16_t v) { return bits_to_float(static_cast<uint32_t>(v) << 16); }
+
+inline uint16_t float_to_bf16(float f) {
+  if (std::isnan(f)) return static_cast<uint16_t>((float_to_bits(f) >> 16) | 0x40u);
+  const uint32_t b = float_to_bits(f);
+  const uint32_t rounded = b + 0x7fffu + ((b >> 16) & 1u);
+  return static_cast<uint16_t>(rounded >> 16);
+}
+
+// --- element access through the descriptor ----------------------------------------------------------------
+inline char* element(const aclTensor* t, int64_t elem) {
+  return static_cast<char*>(t->data) + (t->offset + elem) * itemsize(t->dtype);
+}
+
+inline float load(const aclTensor* t, int64_t elem) {
+  const char* p = element(t, elem);
+  uint16_t u16;
+  switch (t->dtype) {
+    case F32: { float v; std::memcpy(&v, p, 4); return v; }
+    case F16: std::memcpy(&u16, p, 2); return half_to_float(u16);
+    case BF16: std::memcpy(&u16, p, 2); return bf16_to_float(u16);
+    default: return NAN;
+  }
+}
+
+inline void store(const aclTensor* t, int64_t elem, float v) {
+  char* p = element(t, elem);
+  uint16_t u16;
+  switch (t->dtype) {
+    case F32: std::memcpy(p, &v, 4); return;
+    case F16: u16 = float_to_half(v); std::memcpy(p, &u16, 2); return;
+    case BF16: u16 = float_to_bf16(v); std::memcpy(p, &u16, 2); return;
+    default: return;
+  }
+}
+
+// v rounded to the dtype (fp16 / bf16: round to nearest even) and widened back.
+inline float round_to(int32_t dtype, float v) {
+  switch (dtype) {
+    case F16: return half_to_float(float_to_half(v));
+    case BF16: return bf16_to_float(float_to_bf16(v));
+    default: return v;
+  }
+}
+
+inline bool load_bool(const aclTensor* t, int64_t elem) { return *element(t, elem) != 0; }
+
+// A dense writer's extent: numel elements from the storage offset, whatever the strides.
+inline bool dense_fits(const aclTensor* t) { return t->offset + numel(t) <= t->storage_elems; }
+
+inline int64_t load_int(const aclTensor* t, int64_t elem) {
+  const char* p = element(t, elem);
+  if (t->dtype == I32) { int32_t v; std::memcpy(&v, p, 4); return v; }
+  int64_t v; std::memcpy(&v, p, 8); return v;
+}
+
+// Element offset (relative to the view's offset) of logical index `idx` of the output shape `shape` in
+// operand `t`, NumPy-broadcast (t's dims right-aligned, size-1 dims repeated).
+inline int64_t bcast_offset(const aclTensor* t, const std::vector<int64_t>& shape, const std::vector<int64_t>& idx) {
+  int64_t off = 0;
+  const size_t lead = shape.size() - t->sizes.size();
+  for (size_t d = 0; d < t->sizes.size(); ++d) {
+    if (t->sizes[d] != 1) off += idx[lead + d] * t->strides[d];
+  }
+  return off;
+}
+
+// Calls fn(idx) for every logical index of `shape`, row-major.
+template <typename Fn>
+inline void for_each_index(const std::vector<int64_t>& shape, Fn&& fn) {
+  for (int64_t s : shape) if (s == 0) return;
+  std::vector<int64_t> idx(shape.size(), 0);
+  while (true) {
+    fn(idx);
+    int d = static_cast<int>(shape.size()) - 1;
+    for (; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+inline bool broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b, std::vector<int64_t>& out) {
+  const size_t n = std::max(a.size(), b.size());
+  out.assign(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t da = i + a.size() < n ? 1 : a[i + a.size() - n];
+    const int64_t db = i + b.size() < n ? 1 : b[i + b.size() - n];
+    if (da != db && da != 1 && db != 1) return false;
+    out[i] = da == 1 ? db : da;
+  }
+  return true;
+}
+
+// --- executors --------------------------------------------------------------------------------------------
+struct Executor {
+  virtual ~Executor() = default;
+  virtual int run(void* workspace) = 0;
+  uint64_t workspace_size = 0;
+  bool kernel_missing = false;  // the launch fails (561000) and writes nothing
+};
+
+inline int finish_phase1(Executor* e, uint64_t* workspace_size, aclOpExecutor** executor) {
+  *workspace_size = e->workspace_size;
+  *executor = reinterpret_cast<aclOpExecutor*>(e);
+  return kSuccess;
+}
+
+inline int phase2(const char* name, void* workspace, uint64_t workspace_size, aclOpExecutor* executor) {
+  count(name);
+  if (executor == nullptr) return kNullptr;
+  auto* e = reinterpret_cast<Executor*>(executor);
+  if (workspace_size != e->workspace_size) { delete e; return kInvalid; }
+  if (workspace_size > 0 && workspace == nullptr) { delete e; return kNullptr; }
+  if (e->kernel_missing) { delete e; return reject(kInner, std::string(name) + ": launch failed, no kernel binary."); }
+  const int ret = e->run(workspace);
+  delete e;
+  return ret;
+}
+
+
+}  // namespace fake
