@@ -6,11 +6,20 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 SOURCES := setup.py $(shell find csrc torch_ext -name '*.cpp' -o -name '*.h' -o -name '*.py' 2>/dev/null)
 
-.PHONY: all venv build test bench bench-full clean npu-check npu-test test-asan test-aarch64 build-aarch64
+.PHONY: all venv build test bench bench-full clean npu-check npu-test test-npu npu-build test-asan test-aarch64 build-aarch64
+
+# Compiles go through ccache when it is there (Debian's package; `make venv` installs it when run as root):
+# the second build of the same sources (make test-npu's, make test-asan's) then reuses the first one's objects.
+# Preprocessor mode (CCACHE_NODIRECT) because the builds differ only in include directories that hold nothing.
+# Checked when a build runs (not when make starts), so the first build on a fresh machine already fills the cache.
+CCACHE_ENV = PATH="$$([ -x /usr/lib/ccache/g++ ] && echo /usr/lib/ccache:)$$PATH" CCACHE_BASEDIR=$(CURDIR) CCACHE_NODIRECT=1
 
 all: test
 
 $(VENV)/.stamp-venv: requirements-dev.txt
+	@command -v ccache >/dev/null || [ "$$(id -u)" != 0 ] || (apt-get install -y -qq ccache >/dev/null 2>&1 || \
+	  (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq ccache >/dev/null 2>&1)) || \
+	  echo "ccache could not be installed: builds will not share objects"
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade "pip>=23" "setuptools>=64"
 	$(PIP) install --quiet -r requirements-dev.txt
@@ -25,9 +34,9 @@ venv: $(VENV)/.stamp-venv
 $(VENV)/.stamp-build: $(VENV)/.stamp-venv $(SOURCES)
 	touch $@.start
 	if [ -f $(VENV)/.stamp-develop ]; then \
-	  MAX_JOBS=$${MAX_JOBS:-2} $(PY) setup.py -q build_ext --inplace --build-temp build/temp; \
+	  $(CCACHE_ENV) MAX_JOBS=$${MAX_JOBS:-2} $(PY) setup.py -q build_ext --inplace --build-temp build/temp; \
 	else \
-	  MAX_JOBS=$${MAX_JOBS:-2} $(PIP) install --quiet --no-build-isolation --no-deps -e . && touch $(VENV)/.stamp-develop; \
+	  $(CCACHE_ENV) MAX_JOBS=$${MAX_JOBS:-2} $(PIP) install --quiet --no-build-isolation --no-deps -e . && touch $(VENV)/.stamp-develop; \
 	fi
 	mv $@.start $@
 
@@ -65,6 +74,40 @@ npu-check: venv
 npu-test: build
 	$(PY) -m pytest tests/test_npu_standin.py tests/test_npu_device.py -q
 
+# The NPU path inside the REAL torch_npu 2.13.0 runtime, on fake CANN libraries (tests/fake_cann, docs/testing.md):
+# .venv-npu layers torch_npu 2.13.0 (--no-deps) and its runtime dependencies over .venv's packages (the same torch,
+# so the build shares .venv's objects through ccache); the package is built the way README's Ascend install builds
+# it (setup.py with torch_npu installed: torch_ext._C_npu linked against the real libtorch_npu.so) into
+# build/npu/lib, and the tests import that build (tests/conftest.py checks it, and turns every skip into a
+# failure). The fake libraries are built into build/fake_cann/<hash>/lib and put on LD_LIBRARY_PATH.
+NPU_VENV := .venv-npu
+NPU_PY := $(NPU_VENV)/bin/python
+NPU_BUILD := build/npu
+NPU_TESTS ?= tests/test_npu_device.py tests/test_npu_runtime.py
+
+$(NPU_VENV)/.stamp-venv: $(VENV)/.stamp-venv
+	$(PYTHON) -m venv $(NPU_VENV)
+	$(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > \
+	  "$$($(NPU_PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/torch_ext_base_venv.pth"
+	$(NPU_PY) -m pip install --quiet --no-deps torch-npu==2.13.0 pyyaml
+	touch $@
+
+$(NPU_BUILD)/.stamp: $(NPU_VENV)/.stamp-venv $(SOURCES)
+	touch $@.start
+	$(CCACHE_ENV) TORCH_DEVICE_BACKEND_AUTOLOAD=0 NPU_EXT_BUILD_NPU=1 MAX_JOBS=$${MAX_JOBS:-2} $(NPU_PY) setup.py -q build_ext \
+		--build-temp $(NPU_BUILD)/temp --build-lib $(NPU_BUILD)/lib
+	cp -f torch_ext/*.py $(NPU_BUILD)/lib/torch_ext/
+	mv $@.start $@
+
+npu-build: $(NPU_BUILD)/.stamp
+
+test-npu: npu-build
+	fake_lib=$$(TORCH_DEVICE_BACKEND_AUTOLOAD=0 $(NPU_PY) tests/fake_cann/build.py \
+	  "$$($(NPU_PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")" | tail -n 1) && \
+	cd $(NPU_BUILD) && LD_LIBRARY_PATH=$$fake_lib PYTHONPATH=$(CURDIR)/$(NPU_BUILD)/lib NPU_EXT_EXPECT_NPU=1 \
+	  $(CURDIR)/$(NPU_PY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) -c $(CURDIR)/pyproject.toml \
+	  $(addprefix $(CURDIR)/,$(NPU_TESTS))
+
 # AddressSanitizer + UBSan: the extension built with -fsanitize=address,undefined into build/asan (the normal
 # build is untouched) and the op tests run against it. ASan must be preloaded into Python, and libstdc++ with
 # it, or C++ exceptions (every validation error) abort; leaks are not checked (CPython's own allocations).
@@ -72,7 +115,7 @@ npu-test: build
 ASAN_DIR := build/asan
 ASAN_TESTS ?= tests/test_ops.py tests/test_errors.py tests/test_properties.py tests/test_generic.py tests/test_range.py tests/test_forward.py tests/test_determinism.py
 test-asan: venv
-	NPU_EXT_SANITIZE=1 NPU_EXT_BUILD_NPU=0 MAX_JOBS=$${MAX_JOBS:-2} $(PY) setup.py -q build_ext \
+	$(CCACHE_ENV) NPU_EXT_SANITIZE=1 NPU_EXT_BUILD_NPU=0 MAX_JOBS=$${MAX_JOBS:-2} $(PY) setup.py -q build_ext \
 		--build-temp $(ASAN_DIR)/temp --build-lib $(ASAN_DIR)/lib
 	cp -f torch_ext/*.py $(ASAN_DIR)/lib/torch_ext/
 	cd $(ASAN_DIR) && LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \
@@ -91,4 +134,4 @@ test-aarch64: venv
 	HOST_PYTHON=$(PY) tools/aarch64/run.sh all
 
 clean:
-	rm -rf build torch_ext/*.so $(VENV)/.stamp-build $(VENV)/.stamp-develop
+	rm -rf build torch_ext/*.so $(VENV)/.stamp-build $(VENV)/.stamp-develop $(NPU_VENV)

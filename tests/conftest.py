@@ -11,6 +11,21 @@ import torch_ext  # noqa: E402,F401  (registers torch.ops.npu_ext)
 if os.environ.get("NPU_EXT_EXPECT_SANITIZED") == "1":  # make test-asan: the sanitizer build, not the normal one
     assert os.sep + os.path.join("build", "asan", "lib") in torch_ext._C.__file__, torch_ext._C.__file__
 
+# make test-npu: the build with torch_ext._C_npu inside the real torch_npu runtime (fake CANN), never the CPU build
+# of the source tree; and there a skipped test is a failure (the tests written for an NPU must all run).
+EXPECT_NPU = os.environ.get("NPU_EXT_EXPECT_NPU") == "1"
+if EXPECT_NPU:
+    assert torch_ext._npu.LOADED, f"make test-npu: the NPU kernels are not loaded ({torch_ext._npu.why_not_loaded()})"
+    assert os.sep + os.path.join("build", "npu", "lib") in torch_ext._C_npu.__file__, torch_ext._C_npu.__file__
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if report.skipped and not hasattr(report, "wasxfail"):
+            report.outcome = "failed"
+            report.longrepr = f"skipped under make test-npu, where every test must run: {report.longrepr}"
+
 
 @pytest.fixture(autouse=True)
 def _seed():

@@ -11,6 +11,7 @@
 #include <ATen/OpMathType.h>
 #include <torch/library.h>
 
+#include <cmath>
 #include <vector>
 
 #include "common/checks.h"
@@ -31,7 +32,13 @@ at::Tensor finish(const at::Tensor& r, at::ScalarType dtype) { return r.to(dtype
 
 at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
   check_gelu(self, approximate);
-  return finish(at::gelu(opmath(self), approximate), self.scalar_type());
+  const at::Tensor x = opmath(self);
+  // On an NPU, never at::gelu for "none": torch_npu 2.13 sends aten::gelu to aclnnGelu on an Atlas A2/A3 (and on an
+  // Ascend950 with op-plugin 26.0.0), which is the tanh form whatever `approximate` says (forward-op audit, F1).
+  if (approximate == "none" && self.device().type() == c10::DeviceType::PrivateUse1) {
+    return finish(x * 0.5 * (at::erf(x * M_SQRT1_2) + 1.0), self.scalar_type());
+  }
+  return finish(at::gelu(x, approximate), self.scalar_type());
 }
 
 at::Tensor prelu(const at::Tensor& self, const at::Tensor& weight) {
