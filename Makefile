@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 SOURCES := setup.py $(shell find csrc torch_ext -name '*.cpp' -o -name '*.h' -o -name '*.py' 2>/dev/null)
 
-.PHONY: all venv build test bench bench-full clean npu-check npu-test test-npu npu-build test-asan test-aarch64 build-aarch64
+.PHONY: all venv build test bench bench-full clean npu-check test-npu npu-build test-asan test-aarch64 build-aarch64
 
 # Compiles go through ccache when it is there (Debian's package; `make venv` installs it when run as root):
 # the second build of the same sources (make test-npu's, make test-asan's) then reuses the first one's objects.
@@ -65,14 +65,9 @@ bench-full: build
 # NPU path, no NPU needed. npu-check: every csrc/npu source compiles against the torch_npu 2.13.0 wheel's headers
 # (downloaded once into build/npu-check, never installed), for x86-64 with g++ and for aarch64 with
 # aarch64-linux-gnu-g++ against the aarch64 wheels (tools/aarch64/run.sh npu-check).
-# npu-test: the NPU sources run against the host aclnn stand-in (compiled once into build/npu_standin) and are
-# compared with the CPU kernels.
 npu-check: venv
 	tools/npu_compile_check.sh $(PY)
 	HOST_PYTHON=$(PY) tools/aarch64/run.sh npu-check $(PY)
-
-npu-test: build
-	$(PY) -m pytest tests/test_npu_standin.py tests/test_npu_device.py -q
 
 # The NPU path inside the REAL torch_npu 2.13.0 runtime, on fake CANN libraries (tests/fake_cann, docs/testing.md):
 # .venv-npu layers torch_npu 2.13.0 (--no-deps) and its runtime dependencies over .venv's packages (the same torch,
@@ -83,7 +78,7 @@ npu-test: build
 NPU_VENV := .venv-npu
 NPU_PY := $(NPU_VENV)/bin/python
 NPU_BUILD := build/npu
-NPU_TESTS ?= tests/test_npu_device.py tests/test_npu_runtime.py
+NPU_TESTS ?= $(sort $(wildcard tests/test_npu_*.py))
 
 $(NPU_VENV)/.stamp-venv: $(VENV)/.stamp-venv
 	$(PYTHON) -m venv $(NPU_VENV)
@@ -102,8 +97,7 @@ $(NPU_BUILD)/.stamp: $(NPU_VENV)/.stamp-venv $(SOURCES)
 npu-build: $(NPU_BUILD)/.stamp
 
 test-npu: npu-build
-	fake_lib=$$(TORCH_DEVICE_BACKEND_AUTOLOAD=0 $(NPU_PY) tests/fake_cann/build.py \
-	  "$$($(NPU_PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")" | tail -n 1) && \
+	fake_lib=$$($(NPU_PY) tests/fake_cann/build.py | tail -n 1) && \
 	cd $(NPU_BUILD) && LD_LIBRARY_PATH=$$fake_lib PYTHONPATH=$(CURDIR)/$(NPU_BUILD)/lib NPU_EXT_EXPECT_NPU=1 \
 	  $(CURDIR)/$(NPU_PY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) -c $(CURDIR)/pyproject.toml \
 	  $(addprefix $(CURDIR)/,$(NPU_TESTS))

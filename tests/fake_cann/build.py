@@ -14,13 +14,15 @@ starts (the dynamic loader reads it once): torch_npu's NEEDED libraries and its 
                        operators torch_npu's ATen kernels call, computed by CPU ATen (it links libtorch_cpu)
   libnnopbase.so       empty, depends on libopapi.so (torch_npu resolves aclDestroyAclOpExecutor there)
 
-`python build.py SITE_PACKAGES` builds (or reuses) and prints the lib directory; `--without aclnnX,aclnnY`
+`python build.py` (run by the Python of the venv with torch and torch_npu; neither is imported) builds (or reuses)
+and prints the lib directory; `--without aclnnX,aclnnY`
 prints a directory whose libopapi.so lacks those entry points (both phases), linked from the same objects,
 to put in front of the main one on LD_LIBRARY_PATH (a CANN older than an operator).
 """
 
 import argparse
 import hashlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -55,7 +57,15 @@ def _cxx():
     return os.environ.get("CXX", "g++").split()
 
 
-def build(site):
+def _package_dir(name):
+    """The installed package's directory, found without importing it (importing torch would load torch_npu)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit(f"fake_cann/build.py: {name} is not installed in this Python ({sys.executable})")
+    return list(spec.submodule_search_locations)[0]
+
+
+def build():
     """Builds everything once per source hash; returns the lib directory."""
     out = os.path.join(ROOT, "build", "fake_cann", _digest())
     lib = os.path.join(out, "lib")
@@ -64,8 +74,8 @@ def build(site):
     os.makedirs(lib, exist_ok=True)
     obj = os.path.join(out, "obj")
     os.makedirs(obj, exist_ok=True)
-    acl_inc = os.path.join(site, "torch_npu", "include", "third_party", "acl", "inc")
-    torch_dir = os.path.join(site, "torch")
+    acl_inc = os.path.join(_package_dir("torch_npu"), "include", "third_party", "acl", "inc")
+    torch_dir = _package_dir("torch")
     rpath = "-Wl,-rpath,$ORIGIN"
 
     # libascendcl.so: runtime + weak stubs
@@ -111,9 +121,9 @@ def _link_opapi(lib, objects, torch_dir, version_script=None):
     _run(cmd)
 
 
-def without(site, entry_points):
+def without(entry_points):
     """A lib directory whose libopapi.so lacks `entry_points` (both phases)."""
-    lib = build(site)
+    lib = build()
     out = os.path.dirname(lib)
     key = ",".join(sorted(entry_points))
     vdir = os.path.join(out, "without-" + hashlib.sha256(key.encode()).hexdigest()[:12])
@@ -128,20 +138,19 @@ def without(site, entry_points):
         objects = f.read().split()
     tmp = os.path.join(vdir, "tmp")
     os.makedirs(tmp, exist_ok=True)
-    _link_opapi(tmp, objects, os.path.join(site, "torch"), script)
+    _link_opapi(tmp, objects, _package_dir("torch"), script)
     os.replace(os.path.join(tmp, "libopapi.so"), os.path.join(vdir, "libopapi.so"))
     return vdir
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("site_packages", help="the site-packages directory with torch and torch_npu")
     parser.add_argument("--without", default="", help="comma-separated aclnn entry points to leave out")
     args = parser.parse_args(argv)
     if args.without:
-        print(without(args.site_packages, [e for e in args.without.split(",") if e]))
+        print(without([e for e in args.without.split(",") if e]))
     else:
-        print(build(args.site_packages))
+        print(build())
 
 
 if __name__ == "__main__":

@@ -10,10 +10,14 @@
 //   * jit compile "disable" (aclGetCompileopt), so torch_npu takes its aclnn routes, as on an Atlas A2;
 //   * device memory = aligned host memory; every copy and memset is synchronous (streams and events too: an
 //     event is complete as soon as it is recorded);
+//   * graph capture (aclmdlRICapture*): only its status, so code that must not run while a stream is captured
+//     can be tested; the work is still done at once and a replay (aclmdlRIExecuteAsync) does nothing;
 //   * counters for the tests (fake_cann_count, fake_cann_reset): host<->device copies, stream and device
 //     synchronisations, and the device bytes in use and at their peak.
 #include <acl/acl.h>
 #include <acl/acl_op_compiler.h>
+
+#include <dlfcn.h>
 
 #include <atomic>
 #include <cstdint>
@@ -35,6 +39,7 @@ std::map<std::string, int64_t> g_counts;
 std::map<void*, size_t> g_allocations;
 size_t g_in_use = 0, g_peak = 0;
 thread_local int32_t t_device = -1;
+std::map<aclrtStream, aclmdlRI> g_capturing;  // the model a stream is being captured into, under g_mu
 
 void count(const char* name, int64_t n = 1) {
   std::lock_guard<std::mutex> lock(g_mu);
@@ -127,7 +132,15 @@ aclError aclsysGetVersionStr(char*, char* version) {
   return kOk;
 }
 
-const char* aclGetRecentErrMsg() { return "fake CANN: see the aclnn operator's own message"; }
+// The last rejection reason an operator recorded (CANN's OP_LOGE), kept by the fake libopapi.so.
+const char* aclGetRecentErrMsg() {
+  using LastError = const char* (*)();
+  void* opapi = dlopen("libopapi.so", RTLD_NOW | RTLD_NOLOAD);  // loaded by torch_npu (RTLD_LOCAL)
+  const auto last_error = opapi != nullptr ? reinterpret_cast<LastError>(dlsym(opapi, "fake_opapi_last_error")) : nullptr;
+  const char* msg = last_error != nullptr ? last_error() : "";
+  if (opapi != nullptr) dlclose(opapi);
+  return msg;
+}
 
 aclError aclrtGetCurrentContext(aclrtContext* context) {
   static void* ctx = new_handle();
@@ -249,6 +262,32 @@ aclError aclrtQueryEventStatus(aclrtEvent, aclrtEventRecordedStatus* status) {
 
 aclError aclrtEventElapsedTime(float* ms, aclrtEvent, aclrtEvent) {
   *ms = 0.0f;
+  return kOk;
+}
+
+// --- graph capture: the status only ------------------------------------------------------------------------------
+aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode) {
+  count("capture_begin");
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_capturing[stream] = new_handle();
+  return kOk;
+}
+
+aclError aclmdlRICaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus* status, aclmdlRI* model) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_capturing.find(stream);
+  const bool active = it != g_capturing.end();
+  *status = active ? ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE : ACL_MODEL_RI_CAPTURE_STATUS_NONE;
+  if (model != nullptr) *model = active ? it->second : nullptr;
+  return kOk;
+}
+
+aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI* model) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_capturing.find(stream);
+  if (it == g_capturing.end()) return ACL_ERROR_INVALID_PARAM;
+  *model = it->second;
+  g_capturing.erase(it);
   return kOk;
 }
 

@@ -1,7 +1,8 @@
 """Builds the test-only NPU stand-in (cached under build/npu_standin, gitignored).
 
-* ``libaclnn_standin.so``: the host stand-in of the aclnn runtime (aclnn_standin.cpp), plain C++, rebuilt
-  only when its source changes (content hash in the file name).
+* ``libaclnn_standin.so``: the aclnn side, plain C++ without torch: the nnopbase objects and the five backward
+  operator models of the fake CANN's libopapi.so (tests/fake_cann/opapi/nnopbase.cpp, backward.cpp: one model
+  for both harnesses), rebuilt only when a source changes (content hash in the file name).
 * the ``torch_ext_npu_standin`` library: csrc/npu/*.cpp UNCHANGED, plus csrc/common/checks.cpp and
   torch_npu_standin.cpp (the stand-in's definitions of the torch_npu / libascendcl functions the headers in
   tests/npu_stub/include declare, and the torch.ops.npu_standin test hooks), compiled with
@@ -24,16 +25,22 @@ BUILD = os.path.join(ROOT, "build", "npu_standin" if platform.machine() == "x86_
 LIB_ENV = "NPU_EXT_ACLNN_STANDIN_LIB"
 
 
+OPAPI = os.path.join(ROOT, "tests", "fake_cann", "opapi")
+OPAPI_SOURCES = [os.path.join(OPAPI, n) for n in ("nnopbase.cpp", "backward.cpp")]
+
+
 def build_runtime():
-    src = os.path.join(STUB, "aclnn_standin.cpp")
-    with open(src, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()[:16]
+    h = hashlib.sha256()
+    for path in OPAPI_SOURCES + [os.path.join(OPAPI, "fake_opapi.h")]:
+        with open(path, "rb") as f:
+            h.update(f.read())
+    digest = h.hexdigest()[:16]
     os.makedirs(BUILD, exist_ok=True)
     lib = os.path.join(BUILD, f"libaclnn_standin-{digest}.so")
     if not os.path.exists(lib):
         tmp = lib + f".tmp{os.getpid()}"
         cmd = [os.environ.get("CXX", "g++"), "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror",
-               "-Wno-unused-parameter", "-o", tmp, src]
+               "-Wno-unused-parameter", "-o", tmp] + OPAPI_SOURCES
         subprocess.run(cmd, check=True)
         os.replace(tmp, lib)
     return lib

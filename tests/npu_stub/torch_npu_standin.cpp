@@ -102,14 +102,14 @@ void report_failed_task() {
 // --- libascendcl --------------------------------------------------------------------------------------------
 extern "C" const char* aclrtGetSocName() {
   static std::string name;
-  const char* env = std::getenv("NPU_EXT_STANDIN_SOC");
+  const char* env = std::getenv("NPU_FAKE_SOC");
   name = env != nullptr ? env : "Ascend910B3";
   return name.c_str();
 }
 
 extern "C" const char* aclGetRecentErrMsg() {
   using Fn = const char* (*)();
-  static const auto fn = reinterpret_cast<Fn>(runtime_symbol("standin_last_error"));
+  static const auto fn = reinterpret_cast<Fn>(runtime_symbol("fake_opapi_last_error"));
   return fn != nullptr ? fn() : nullptr;
 }
 

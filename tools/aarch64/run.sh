@@ -236,19 +236,19 @@ build() {
 # 20 s natively, where make test runs it. Everything else runs emulated (torch.compile, DDP and the
 # subprocess tests included). Tests can also tell they run emulated from NPU_EXT_EMULATED=1 (set in
 # emu_env). Extra pytest arguments: tools/aarch64/run.sh test ARGS (e.g. --deselect ID for a local run).
-# The scenario tests of tests/test_npu_standin.py (test_missing_entry_points_fall_back,
+# The scenario tests of tests/test_npu_path.py (test_missing_entry_points_fall_back,
 # test_old_soc_falls_back_or_raises_at_the_call, test_no_cpu_fallback_switch, test_soc_without_the_kernel_*,
 # test_ascend950, test_probe_is_refused_during_graph_capture): the NPU path's CPU fallback when CANN lacks an
 # aclnn entry point, the SoC predates A2 or the CANN has no kernel for it, the switch that turns it off, the
 # Ascend950 kernels and names, in Python subprocesses that each import torch (no architecture-specific code;
 # about 43 s each emulated, 2-3 s natively, where make test runs them); the rest of that file runs emulated.
-EMULATION_DESELECT=(tests/test_torchair.py tests/test_npu_standin.py::test_missing_entry_points_fall_back
-                    tests/test_npu_standin.py::test_old_soc_falls_back_or_raises_at_the_call
-                    tests/test_npu_standin.py::test_no_cpu_fallback_switch
-                    tests/test_npu_standin.py::test_soc_without_the_kernel_falls_back
-                    tests/test_npu_standin.py::test_soc_without_the_kernel_and_no_cpu_fallback
-                    tests/test_npu_standin.py::test_ascend950
-                    tests/test_npu_standin.py::test_probe_is_refused_during_graph_capture)
+EMULATION_DESELECT=(tests/test_torchair.py tests/test_npu_path.py::test_missing_entry_points_fall_back
+                    tests/test_npu_path.py::test_old_soc_falls_back_or_raises_at_the_call
+                    tests/test_npu_path.py::test_no_cpu_fallback_switch
+                    tests/test_npu_path.py::test_soc_without_the_kernel_falls_back
+                    tests/test_npu_path.py::test_soc_without_the_kernel_and_no_cpu_fallback
+                    tests/test_npu_path.py::test_ascend950
+                    tests/test_npu_path.py::test_probe_is_refused_during_graph_capture)
 # Tests that start the (aarch64) python as a subprocess: they need qemu-aarch64 registered with binfmt_misc.
 SUBPROCESS_TESTS=(tests/test_ddp.py tests/test_example.py::test_example_runs tests/test_isa_dispatch.py
                   tests/test_megatron.py::test_example_runs tests/test_megatron.py::test_import_torch_ext_does_not_import_megatron

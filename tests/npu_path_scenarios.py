@@ -1,46 +1,39 @@
-"""Runs one capability scenario of the NPU path against the stand-in, in a fresh process.
+"""Runs one capability scenario of the NPU path in a fresh process (tests/npu_backend.py: inside the real torch_npu
+on the fake CANN, or against the stand-in under the aarch64 emulation).
 
 Capabilities (entry points, SoC, and the one-time kernel probe of each entry point) are found once per
-process, so each machine configuration gets its own process: tests/test_npu_standin.py runs
-``python standin_scenarios.py <scenario>`` with the stand-in's environment (NPU_EXT_STANDIN_SOC,
-NPU_EXT_STANDIN_MISSING, NPU_EXT_STANDIN_NO_KERNEL, NPU_EXT_NO_CPU_FALLBACK) and reads one JSON object from the
-last line of stdout: for every step, whether the NPU kernel's result equals the CPU kernel's (bitwise, NaN
+process, so each machine configuration gets its own process: tests/test_npu_path.py runs
+``python npu_path_scenarios.py <scenario>`` with the environment of that machine (NPU_FAKE_SOC, NPU_FAKE_NO_KERNEL,
+NPU_EXT_NO_CPU_FALLBACK; a CANN without some entry points: LD_LIBRARY_PATH or NPU_EXT_STANDIN_MISSING) and reads one
+JSON object from the last line of stdout: for every step, whether the NPU kernel's result equals the CPU kernel's (bitwise, NaN
 positions included), the error message it raised, the aclnn entry points it called (a first call includes
 the probe's) and, for small results, the NPU's values; then the status report (a last step "status"). The
-fallback warnings (TORCH_WARN) go to stderr:
-OpOverload.redispatch does not turn them into Python warnings.
+fallback warnings (TORCH_WARN) go to stderr, every one shown (the stand-in's OpOverload.redispatch prints them
+there; in the real runtime they are Python warnings).
 """
 
-import ctypes
 import json
 import math
 import os
 import sys
+import warnings
 
 import torch
 
 import torch_ext  # noqa: F401  (the npu_ext schemas and CPU kernels)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import npu_standin_build  # noqa: E402
+import npu_backend  # noqa: E402
 import samples  # noqa: E402
 
 ops = torch.ops.npu_ext
-PU1 = torch._C.DispatchKeySet(torch._C.DispatchKey.PrivateUse1)
-APIS = ["aclnnGeluBackwardV2", "aclnnPreluBackward", "aclnnGroupedBiasAddGrad", "aclnnGroupedBiasAddGradV2",
-        "aclnnScaledMaskedSoftmaxBackward", "aclnnLogitGrad"]
 
 
 def main(scenario):
-    lib = ctypes.CDLL(npu_standin_build.setup())
-    lib.standin_calls.restype = ctypes.c_int
-    lib.standin_calls.argtypes = [ctypes.c_char_p]
-
-    def aclnn_calls():
-        calls = {api: lib.standin_calls((api + "GetWorkspaceSize").encode()) + lib.standin_calls(api.encode())
-                 for api in APIS}
-        return {k: v for k, v in calls.items() if v}
+    backend_class, why_not = npu_backend.which()
+    assert backend_class is not None, why_not
+    backend = backend_class()
+    warnings.simplefilter("always")
 
     torch.manual_seed(0)
     x = torch.rand(5, 7)
@@ -69,8 +62,8 @@ def main(scenario):
         "prelu_bf16": (ops.prelu_backward.default, (dy.bfloat16(), x.bfloat16(), torch.rand(7).bfloat16())),
     }
     plan = {
-        "missing": ["logit_grad", "logit_grad", "grouped_counts"],
-        "old_soc": ["softmax", "gelu_fp32", "gelu_bf16", "prelu_bf16", "logit_grad", "logit_grad_captured"],
+        "missing": ["logit_grad", "logit_grad", "grouped_counts", "logit_grad_captured"],
+        "old_soc": ["softmax", "gelu_fp32", "gelu_bf16", "prelu_bf16", "logit_grad"],
         "no_fallback": ["logit_grad", "gelu_fp32"],
         # an Ascend950 with a CANN whose op package has no Ascend950 kernel for some operators
         "no_kernel": ["logit_grad", "logit_grad", "grouped_counts", "grouped_ends", "softmax", "gelu_fp32"],
@@ -86,11 +79,17 @@ def main(scenario):
     result = []
     for name in plan:
         op, args = steps[name]
-        torch.ops.npu_standin.set_capturing(name.endswith("_captured"))
-        lib.standin_reset()
+        captured = name.endswith("_captured")
+        if captured:
+            backend.set_capturing(True)
+        backend.reset()
         entry = {"step": name}
         try:
-            got = op.redispatch(PU1, *args)
+            try:
+                got = backend.npu(op, *args)
+            finally:
+                if captured:
+                    backend.set_capturing(False)
             expected = op(*args)
             got, expected = (got, expected) if isinstance(got, tuple) else ((got,), (expected,))
             # the CPU kernel itself: equal values, NaN where it has NaN
@@ -102,10 +101,10 @@ def main(scenario):
                 entry["got"] = [t.float().reshape(-1).tolist() for t in got]
         except RuntimeError as e:
             entry["error"] = str(e).splitlines()[0]
-        entry["aclnn"] = aclnn_calls()
+        entry["aclnn"] = backend.aclnn_calls()
         sys.stderr.flush()
         try:  # nothing may be left failing in the task queue
-            torch.ops.npu_standin.synchronize()
+            backend.synchronize()
             entry["queue_clean"] = True
         except RuntimeError:
             entry["queue_clean"] = False
