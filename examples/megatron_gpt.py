@@ -32,9 +32,10 @@ import torch_ext.megatron
 
 
 @contextlib.contextmanager
-def cpu_megatron():
-    """A one-process gloo group, Megatron's model-parallel state (TP = PP = 1), and the two CUDA-only helpers
-    replaced by CPU ones for the duration."""
+def cpu_megatron(tp=1):
+    """A one-process gloo group (unless a process group is already initialized: then that one, e.g. 2 ranks),
+    Megatron's model-parallel state (TP = tp, PP = 1), and the two CUDA-only helpers replaced by CPU ones for
+    the duration."""
     from megatron.core import parallel_state, tensor_parallel
     from megatron.core import utils as megatron_utils
 
@@ -57,7 +58,7 @@ def cpu_megatron():
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
-    parallel_state.initialize_model_parallel(1, 1)
+    parallel_state.initialize_model_parallel(tensor_model_parallel_size=tp)
     try:
         yield
     finally:
@@ -67,9 +68,11 @@ def cpu_megatron():
         megatron_utils.GlobalMemoryBuffer.get_tensor, tensor_parallel.get_cuda_rng_tracker = saved
 
 
-def train_gpt(steps, fused, seed=0, seq=32, vocab=96):
+def train_gpt(steps, fused, seed=0, seq=32, vocab=96, tp=1):
     """The per-step losses of the tiny bf16 GPT trained `steps` steps with Adam on one fixed batch.
-    fused: Megatron's masked_softmax_fusion (needs torch_ext.megatron.patch() without CUDA)."""
+    fused: Megatron's masked_softmax_fusion (needs torch_ext.megatron.patch() without CUDA). tp: the
+    tensor-parallel size, the one cpu_megatron() set up (each rank then holds its shard of the same initial
+    weights, trains on the same batch and gets the same losses)."""
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
     from megatron.core.transformer.module import Float16Module
@@ -77,9 +80,9 @@ def train_gpt(steps, fused, seed=0, seq=32, vocab=96):
 
     torch.manual_seed(seed)
     config = TransformerConfig(num_layers=2, hidden_size=64, num_attention_heads=4, use_cpu_initialization=True,
-                               bf16=True, add_bias_linear=True, bias_activation_fusion=True,
-                               masked_softmax_fusion=fused, attention_softmax_in_fp32=True, hidden_dropout=0.0,
-                               attention_dropout=0.0)
+                               tensor_model_parallel_size=tp, bf16=True, add_bias_linear=True,
+                               bias_activation_fusion=True, masked_softmax_fusion=fused,
+                               attention_softmax_in_fp32=True, hidden_dropout=0.0, attention_dropout=0.0)
     model = Float16Module(config, GPTModel(config, get_gpt_layer_local_spec(), vocab_size=vocab,
                                            max_sequence_length=seq))
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
