@@ -88,7 +88,7 @@ $(NPU_VENV)/.stamp-venv: $(VENV)/.stamp-venv
 	touch $@
 
 $(NPU_BUILD)/.stamp: $(NPU_VENV)/.stamp-venv $(SOURCES)
-	touch $@.start
+	mkdir -p $(NPU_BUILD) && touch $@.start
 	$(CCACHE_ENV) TORCH_DEVICE_BACKEND_AUTOLOAD=0 NPU_EXT_BUILD_NPU=1 MAX_JOBS=$${MAX_JOBS:-2} $(NPU_PY) setup.py -q build_ext \
 		--build-temp $(NPU_BUILD)/temp --build-lib $(NPU_BUILD)/lib
 	cp -f torch_ext/*.py $(NPU_BUILD)/lib/torch_ext/
