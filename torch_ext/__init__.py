@@ -9,7 +9,8 @@ then the autocast rules of the forward ops (``_autocast``). The training API:
   ``torch_ext.nn.convert(model)``;
 * Megatron-LM / MindSpeed: ``torch_ext.megatron.patch()`` (imported on demand, never by this package);
 * torch.compile on an NPU through torchair: ``torch_ext.torchair.npu_backend()``;
-* ``torch_ext.show_config()`` (``python -m torch_ext``): what this installation runs, for bug reports.
+* ``torch_ext.show_config()`` (``python -m torch_ext``): what this installation runs, for bug reports;
+* ``torch_ext.check()`` (``python -m torch_ext --check``): the NPU results compared with the CPU kernels.
 
 The backward operators themselves are ``torch.ops.npu_ext.gelu_backward_v2``, ``prelu_backward``,
 ``grouped_bias_add_grad``, ``scaled_masked_softmax_backward`` and ``logit_grad`` (also ``torch_ext.ops``).
@@ -29,7 +30,9 @@ from . import _npu  # noqa: E402
 
 _npu.load()
 
+from ._check import check  # noqa: E402
+
 ops = torch.ops.npu_ext
 
 __all__ = ["ops", "functional", "nn", "gelu", "prelu", "logit", "scaled_masked_softmax", "grouped_bias_add",
-           "show_config", "__version__"]
+           "show_config", "check", "__version__"]
