@@ -152,8 +152,10 @@ def _npu_extension():
     npu_sources = _rel(glob.glob(os.path.join(CSRC, "npu", "*.cpp")))
     return CppExtension(
         name="torch_ext._C_npu",
-        # checks.cpp: a private copy of the shared validation (extension modules do not share symbols)
-        sources=npu_sources + _rel([os.path.join(CSRC, "common", "checks.cpp")]),
+        # private copies of the shared validation and of the forward composites (the fallback of the forward ops'
+        # native kernels): extension modules do not share symbols
+        sources=npu_sources + _rel([os.path.join(CSRC, "common", "checks.cpp"),
+                                    os.path.join(CSRC, "common", "forward_composite.cpp")]),
         include_dirs=[CSRC, include, os.path.join(include, "third_party", "op-plugin"),
                       os.path.join(include, "third_party", "acl", "inc"),
                       os.path.join(include, "third_party", "hccl", "inc")],

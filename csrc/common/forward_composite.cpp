@@ -1,5 +1,7 @@
-// The forward ops as compositions of ATen ops, registered on CompositeExplicitAutograd: this is what runs on
-// any device that has no dedicated kernel (CUDA, XPU, MPS, ...). A kernel registered on a backend key wins
+// The forward ops as compositions of ATen ops, registered on CompositeExplicitAutograd
+// (forward_composite_registration.cpp): this is what runs on any device that has no dedicated kernel (CUDA, XPU,
+// MPS, ...). The NPU path (torch_ext._C_npu) compiles this file too (extension modules share no symbols) and calls
+// these functions where an op's native aclnn kernel is unavailable. A kernel registered on a backend key wins
 // over it on that backend: CPU (csrc/cpu/<op>.cpp, fused kernels for scaled_masked_softmax and
 // grouped_bias_add), Meta (csrc/meta/forward.cpp) and PrivateUse1 (the NPU path). Autograd is not part of
 // CompositeExplicitAutograd: it is registered in C++ on the generic Autograd key (csrc/autograd/forward_ops.cpp).
@@ -9,7 +11,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/OpMathType.h>
-#include <torch/library.h>
 
 #include <cmath>
 #include <vector>
@@ -90,13 +91,4 @@ at::Tensor grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c
 }
 
 }  // namespace composite
-
-TORCH_LIBRARY_IMPL(npu_ext, CompositeExplicitAutograd, m) {
-  m.impl("gelu", &composite::gelu);
-  m.impl("prelu", &composite::prelu);
-  m.impl("logit", &composite::logit);
-  m.impl("scaled_masked_softmax", &composite::scaled_masked_softmax);
-  m.impl("grouped_bias_add", &composite::grouped_bias_add);
-}
-
 }  // namespace npu_ext

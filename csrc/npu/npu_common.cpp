@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <tuple>
 #include <vector>
 
 namespace npu_ext {
@@ -54,7 +55,8 @@ bool soc_supports(SocNeed need) {
   return false;
 }
 
-AclnnApi::AclnnApi(const char* op, const char* name, SocNeed need, Probe probe) : op_(op), name_(name), probe_(probe) {
+AclnnApi::AclnnApi(const char* op, const char* name, SocNeed need, Probe probe, Fallback fallback)
+    : op_(op), name_(name), probe_(probe), fallback_(fallback) {
   const std::string ws = std::string(name) + "GetWorkspaceSize";
   workspace_fn_ = GetOpApiFuncAddr(ws.c_str());
   run_fn_ = GetOpApiFuncAddr(name);
@@ -126,7 +128,8 @@ void AclnnApi::before_cpu_fallback(const std::string& why) const {
 
 std::string AclnnApi::describe() const {
   std::string line = std::string(op_) + ": " + name_;
-  if (!unavailable_.empty()) return line + ": " + unavailable_.substr(std::strlen(name_) + 1) + " -> CPU fallback";
+  const char* fallback = fallback_ == Fallback::Cpu ? " -> CPU fallback" : " -> its composite of ATen ops on the NPU";
+  if (!unavailable_.empty()) return line + ": " + unavailable_.substr(std::strlen(name_) + 1) + fallback;
   line += " found";
   std::lock_guard<std::mutex> lock(probe_mu_);
   bool probed = false;
@@ -137,7 +140,7 @@ std::string AclnnApi::describe() const {
     const int index = static_cast<int8_t>(d);  // slot() stores index -1 (a tensor without one) at 255
     line += "; device " + std::to_string(index) + ": " +
             (state == kAvailable ? std::string("kernel present, runs on the NPU")
-                                 : no_kernel_[index].substr(std::strlen(name_) + 1) + " -> CPU fallback");
+                                 : no_kernel_[index].substr(std::strlen(name_) + 1) + fallback);
   }
   return probed ? line : line + "; its kernel is probed on the first call on each device";
 }
@@ -174,6 +177,26 @@ std::string status_report() {
 }
 
 void synchronize_device() { c10_npu::npuSynchronizeDevice(true); }
+
+bool forward_composite_forced() {
+  static const bool forced = [] {
+    const char* env = std::getenv("NPU_EXT_NPU_FORWARD");
+    return env != nullptr && std::strcmp(env, "composite") == 0;
+  }();
+  return forced;
+}
+
+const at::Tensor& causal_mask(c10::Device device, int64_t s1, int64_t s2) {
+  static std::mutex mu;
+  // kept for the process and never destroyed: a static tensor's destructor could run after torch_npu's allocator
+  static auto* masks = new std::map<std::tuple<int, int64_t, int64_t>, at::Tensor>();
+  std::lock_guard<std::mutex> lock(mu);
+  at::Tensor& mask = (*masks)[std::make_tuple(static_cast<int>(device.index()), s1, s2)];
+  if (!mask.defined()) {
+    mask = at::ones({1, 1, s1, s2}, at::TensorOptions().dtype(at::kBool).device(device)).triu(1);
+  }
+  return mask;
+}
 
 void check_not_capturing(const char* op, const char* what) {
   TORCH_CHECK(c10_npu::currentStreamCaptureStatusMayInitCtx() == c10_npu::CaptureStatus::None, "npu_ext.", op, ": ",

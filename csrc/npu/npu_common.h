@@ -83,10 +83,15 @@ struct ProbeResult {
 // with 561000, reported later by the task queue with the output unwritten. Any 561xxx (ACLNN_ERR_INNER*) from
 // the probe makes the operator unavailable on that device, like a missing entry point; another failing status
 // is a bug of the probe and raises.
+// What runs when an operator's kernel is unavailable: the CPU kernel on host copies (the backward ops), or the
+// op's composite of ATen ops on the device itself (the forward ops, whose native kernel is an optimisation:
+// NPU_EXT_NO_CPU_FALLBACK does not forbid it, and nothing is warned).
+enum class Fallback { Cpu, Composite };
+
 class AclnnApi {
  public:
   using Probe = ProbeResult (*)(const AclnnApi& api, c10::Device device);
-  AclnnApi(const char* op, const char* name, SocNeed need, Probe probe);
+  AclnnApi(const char* op, const char* name, SocNeed need, Probe probe, Fallback fallback = Fallback::Cpu);
   const char* op() const { return op_; }
   const char* name() const { return name_; }
   void* workspace_fn() const { return workspace_fn_; }
@@ -110,6 +115,7 @@ class AclnnApi {
   const char* op_;
   const char* name_;
   Probe probe_;
+  Fallback fallback_;
   void* workspace_fn_ = nullptr;
   void* run_fn_ = nullptr;
   std::string unavailable_;  // symbols or SoC: the same on every device
@@ -236,6 +242,21 @@ void run_op(const AclnnApi& api, c10::Device device, Aclnn&& aclnn, Cpu&& cpu_fa
   api.before_cpu_fallback(why);
   cpu_fallback();
 }
+
+// Step 3 of a forward op: its native aclnn kernel when available on `device`, else its composite of ATen ops on
+// the device (csrc/common/forward_composite.cpp, compiled into this module too). NPU_EXT_NPU_FORWARD=composite
+// takes the composite always (to compare the two; benchmarks/npu.py).
+bool forward_composite_forced();
+
+template <typename Aclnn, typename Composite>
+auto run_native(const AclnnApi& api, c10::Device device, Aclnn&& aclnn, Composite&& composite) {
+  if (!forward_composite_forced() && api.available(device)) return aclnn();
+  return composite();
+}
+
+// The causal mask (true above the diagonal: column > row) of shape [1, 1, s1, s2] as a bool tensor on `device`,
+// built once per device and shape and kept (aclnnScaledMaskedSoftmax(Backward) reject fixTriuMask=true).
+const at::Tensor& causal_mask(c10::Device device, int64_t s1, int64_t s2);
 
 // The CPU kernel of an npu_ext op, called through the dispatcher on host tensors.
 template <typename Sig>

@@ -1,6 +1,7 @@
 // npu_ext::scaled_masked_softmax_backward on the NPU (PrivateUse1): aclnnScaledMaskedSoftmaxBackward(gradOutput,
 // y, mask, double scale, bool fixTriuMask, out). aclnn only supports fixTriuMask=false, so fix_triu_mask=True
-// builds the causal mask (True where column > row) on the device and passes it with fixTriuMask=false. aclnn
+// passes the causal mask (True where column > row; built once per device and shape, npu::causal_mask) with
+// fixTriuMask=false. aclnn
 // broadcasts a mask whose first two dims are 1 itself. It makes its inputs contiguous but writes `out` densely
 // from its storage offset, ignoring out's strides (ops-nn vfusion/scaled_masked_softmax_grad_v2), so a
 // non-contiguous `.out` is computed into a temporary and copied back. Kernels: Atlas A2/A3 and Ascend950.
@@ -40,11 +41,8 @@ void run(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& m
   npu::run_op(
       api(), grad_output.device(),
       [&] {
-        at::Tensor used_mask =
-            fix_triu_mask ? at::ones({1, 1, grad_output.size(2), grad_output.size(3)},
-                                     grad_output.options().dtype(at::kBool))
-                                .triu(1)
-                          : mask;
+        const at::Tensor& used_mask =
+            fix_triu_mask ? npu::causal_mask(grad_output.device(), grad_output.size(2), grad_output.size(3)) : mask;
         bool fix_triu_mask_arg = false;  // the only value aclnn accepts
         npu::launch(api(), grad_output, y, used_mask, scale, fix_triu_mask_arg, slot.target());
       },

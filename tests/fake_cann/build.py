@@ -10,8 +10,9 @@ starts (the dynamic loader reads it once): torch_npu's NEEDED libraries and its 
   libruntime.so        empty libraries with those SONAMEs that depend on libascendcl.so, so a symbol looked up
                        in any of them (dlsym searches a library's dependencies) is found there
   libopapi.so          the fake aclnn operators (opapi/): the nnopbase object API, the five backward operators
-                       modelled as the real kernels behave (the same models the aarch64 stand-in runs), and the
-                       operators torch_npu's ATen kernels call, computed by CPU ATen (it links libtorch_cpu)
+                       and the forward ops' operators modelled as the real kernels behave (backward.cpp,
+                       forward.cpp; the backward ones are also what the aarch64 stand-in runs), and the operators
+                       torch_npu's ATen kernels call, computed by CPU ATen (aten.cpp; it links libtorch_cpu)
   libnnopbase.so       empty, depends on libopapi.so (torch_npu resolves aclDestroyAclOpExecutor there)
 
 `python build.py` (run by the Python of the venv with torch and torch_npu; neither is imported) builds (or reuses)
@@ -29,7 +30,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-OPAPI_SOURCES = ["nnopbase.cpp", "backward.cpp", "aten.cpp"]
+OPAPI_SOURCES = ["nnopbase.cpp", "backward.cpp", "forward.cpp", "aten.cpp"]
 THIN_RUNTIME = ["libhccl.so", "libacl_op_compiler.so", "libge_runner.so", "libgraph.so", "libacl_tdt_channel.so",
                 "libmsprofiler.so", "libruntime.so"]
 CXXFLAGS = ["-std=c++17", "-O1", "-fPIC", "-Wall", "-Wno-unused-parameter", "-D_GLIBCXX_USE_CXX11_ABI=1"]

@@ -51,6 +51,7 @@ def build_npu_sources():
 
     sources = sorted(glob.glob(os.path.join(ROOT, "csrc", "npu", "*.cpp")))
     sources.append(os.path.join(ROOT, "csrc", "common", "checks.cpp"))
+    sources.append(os.path.join(ROOT, "csrc", "common", "forward_composite.cpp"))
     sources.append(os.path.join(STUB, "torch_npu_standin.cpp"))
     build_dir = os.path.join(BUILD, "ext")
     os.makedirs(build_dir, exist_ok=True)

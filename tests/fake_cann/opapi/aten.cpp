@@ -8,14 +8,13 @@
 // kernel computes (../shared/research/aclnn-forward-audit.md):
 //   * aclnnGelu is the tanh form, whatever the caller meant (F1: torch_npu 2.13 sends aten::gelu there on an
 //     Atlas A2/A3, `approximate` ignored);
-//   * aclnnGeluV2 "none" is not erf: on A2/A3 the TBE kernel's fitted polynomial x / (1 + exp(p(x1^2) x1)),
-//     x1 = min(x, 5.75), in fp32 (audit section 1.5), on Ascend950 0.5 x (1 + erf(x / sqrt 2)) with erf's
-//     argument clipped to [-3.92, 3.92] (its Pade form is not modelled; the clip gives its left tail);
-//     16-bit inputs are computed in fp32 and rounded once.
+// The operators the NPU path itself calls for the forward ops (aclnnGeluV2, aclnnPrelu, aclnnLogit,
+// aclnnScaledMaskedSoftmax, ...) are modelled without ATen in forward.cpp, the backward ones in backward.cpp.
 // An operator that is not defined here is missing from the fake libopapi.so: torch_npu's lookup fails and raises
 // a RuntimeError naming it.
 #include <ATen/ATen.h>
 
+#include <array>
 #include <functional>
 #include <string>
 
@@ -93,15 +92,47 @@ int queue(const char* name, std::function<void()> fn, uint64_t* workspace_size, 
   return finish_phase1(e, workspace_size, executor);
 }
 
-// The A2/A3 TBE GeluV2 "none" (audit 1.5): y = x / (1 + exp(p(x1^2) x1)), x1 = min(x, 5.75), Horner in fp32.
-at::Tensor gelu_v2_a2_none(const at::Tensor& x32) {
-  const at::Tensor x1 = at::clamp_max(x32, 5.75);
-  const at::Tensor u = x1 * x1;
-  const double c[] = {-0.3512339572e-8, 0.2645266170e-6, -0.7929488134e-5, 0.1106123840e-3,
-                      0.6518995814e-4, -0.7266616915e-1, -0.1595769883e1};
-  at::Tensor p = at::full_like(u, c[0]);
-  for (int k = 1; k < 7; ++k) p = p * u + c[k];
-  return x32 / (1 + at::exp(p * x1));
+std::vector<at::Tensor> tensor_list(const aclTensorList* list) {
+  std::vector<at::Tensor> out;
+  for (const aclTensor* t : list->tensors) out.push_back(T(t));
+  return out;
+}
+
+// op-plugin's index list for aclnnIndex and aclnnIndexPutImpl: a dimension without an index comes as an empty tensor of self's
+// (floating) dtype, an index as an integer or bool tensor.
+c10::List<c10::optional<at::Tensor>> index_list(const aclTensorList* list) {
+  c10::List<c10::optional<at::Tensor>> out;
+  for (const aclTensor* t : list->tensors) {
+    const at::Tensor i = T(t);
+    out.push_back(at::isFloatingType(i.scalar_type()) && i.numel() == 0 ? c10::optional<at::Tensor>() : i);
+  }
+  return out;
+}
+
+// native_layer_norm(_backward) on the CPU in fp32 for 16-bit inputs: op-plugin passes mean and rstd in fp32 (the
+// CPU kernel would want them in the input's dtype when weight has it); they are written in their descriptors'
+// shapes (the input's leading dims followed by 1s).
+at::Tensor F32(const at::Tensor& t) {
+  return t.defined() && (t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16) ? t.to(at::kFloat) : t;
+}
+
+void layer_norm(const aclTensor* input, const aclIntArray* shape, const aclTensor* weight, const aclTensor* bias,
+                double eps, const aclTensor* out, const aclTensor* mean, const aclTensor* rstd) {
+  auto r = at::native_layer_norm(F32(T(input)), A(shape), F32(T(weight, true)), F32(T(bias, true)), eps);
+  W(out, std::get<0>(r));
+  if (mean != nullptr) W(mean, std::get<1>(r).reshape(T(mean).sizes()));
+  if (rstd != nullptr) W(rstd, std::get<2>(r).reshape(T(rstd).sizes()));
+}
+
+void layer_norm_backward(const aclTensor* grad, const aclTensor* input, const aclIntArray* shape, const aclTensor* mean,
+                         const aclTensor* rstd, const aclTensor* weight, const aclTensor* bias, const aclBoolArray* mask,
+                         const aclTensor* grad_input, const aclTensor* grad_weight, const aclTensor* grad_bias) {
+  const std::array<bool, 3> m = {mask->values[0], mask->values[1], mask->values[2]};
+  auto r = at::native_layer_norm_backward(F32(T(grad)), F32(T(input)), A(shape), F32(T(mean)), F32(T(rstd)),
+                                          F32(T(weight, true)), F32(T(bias, true)), m);
+  if (m[0]) W(grad_input, std::get<0>(r));
+  if (m[1]) W(grad_weight, std::get<1>(r));
+  if (m[2]) W(grad_bias, std::get<2>(r));
 }
 
 }  // namespace
@@ -133,6 +164,8 @@ FAKE_OP(InplaceMaskedFillScalar, (aclTensor* self, const aclTensor* mask, const 
         T(self).masked_fill_(T(mask), S(value)))
 FAKE_OP(InplaceMaskedFillTensor, (aclTensor* self, const aclTensor* mask, const aclTensor* value, WS),
         T(self).masked_fill_(T(mask), T(value)))
+FAKE_OP(Arange, (const aclScalar* start, const aclScalar* end, const aclScalar* step, aclTensor* out, WS),
+        W(out, at::arange(S(start), S(end), S(step), T(out).options())))
 
 // arithmetic
 FAKE_OP(Add, (const aclTensor* self, const aclTensor* other, const aclScalar* alpha, aclTensor* out, WS),
@@ -149,6 +182,12 @@ FAKE_OP(Subs, (const aclTensor* self, const aclScalar* other, const aclScalar* a
         W(out, at::sub(T(self), S(other), S(alpha))))
 FAKE_OP(InplaceSub, (aclTensor* self, const aclTensor* other, const aclScalar* alpha, WS),
         T(self).sub_(T(other), S(alpha)))
+FAKE_OP(InplaceSubs, (aclTensor* self, const aclScalar* other, const aclScalar* alpha, WS),
+        T(self).sub_(S(other), S(alpha)))
+FAKE_OP(Rsub, (const aclTensor* self, const aclTensor* other, const aclScalar* alpha, aclTensor* out, WS),
+        W(out, at::rsub(T(self), T(other), S(alpha))))
+FAKE_OP(Rsubs, (const aclTensor* self, const aclScalar* other, const aclScalar* alpha, aclTensor* out, WS),
+        W(out, at::rsub(T(self), S(other), S(alpha))))
 FAKE_OP(Mul, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS), W(out, at::mul(T(self), T(other))))
 FAKE_OP(Muls, (const aclTensor* self, const aclScalar* other, aclTensor* out, WS), W(out, at::mul(T(self), S(other))))
 FAKE_OP(InplaceMul, (aclTensor* self, const aclTensor* other, WS), T(self).mul_(T(other)))
@@ -157,6 +196,22 @@ FAKE_OP(Div, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS)
 FAKE_OP(Divs, (const aclTensor* self, const aclScalar* other, aclTensor* out, WS), W(out, at::div(T(self), S(other))))
 FAKE_OP(InplaceDiv, (aclTensor* self, const aclTensor* other, WS), T(self).div_(T(other)))
 FAKE_OP(InplaceDivs, (aclTensor* self, const aclScalar* other, WS), T(self).div_(S(other)))
+FAKE_OP(Lerps, (const aclTensor* self, const aclTensor* end, const aclScalar* weight, aclTensor* out, WS),
+        W(out, at::lerp(T(self), T(end), S(weight))))
+FAKE_OP(InplaceLerps, (aclTensor* self, const aclTensor* end, const aclScalar* weight, WS),
+        T(self).lerp_(T(end), S(weight)))
+FAKE_OP(Lerp, (const aclTensor* self, const aclTensor* end, const aclTensor* weight, aclTensor* out, WS),
+        W(out, at::lerp(T(self), T(end), T(weight))))
+FAKE_OP(InplaceLerp, (aclTensor* self, const aclTensor* end, const aclTensor* weight, WS),
+        T(self).lerp_(T(end), T(weight)))
+FAKE_OP(Addcmul, (const aclTensor* self, const aclTensor* t1, const aclTensor* t2, const aclScalar* value,
+                  aclTensor* out, WS), W(out, at::addcmul(T(self), T(t1), T(t2), S(value))))
+FAKE_OP(InplaceAddcmul, (aclTensor* self, const aclTensor* t1, const aclTensor* t2, const aclScalar* value, WS),
+        T(self).addcmul_(T(t1), T(t2), S(value)))
+FAKE_OP(Addcdiv, (const aclTensor* self, const aclTensor* t1, const aclTensor* t2, const aclScalar* value,
+                  aclTensor* out, WS), W(out, at::addcdiv(T(self), T(t1), T(t2), S(value))))
+FAKE_OP(InplaceAddcdiv, (aclTensor* self, const aclTensor* t1, const aclTensor* t2, const aclScalar* value, WS),
+        T(self).addcdiv_(T(t1), T(t2), S(value)))
 FAKE_OP(Neg, (const aclTensor* self, aclTensor* out, WS), W(out, at::neg(T(self))))
 FAKE_OP(Abs, (const aclTensor* self, aclTensor* out, WS), W(out, at::abs(T(self))))
 FAKE_OP(Exp, (const aclTensor* self, aclTensor* out, WS), W(out, at::exp(T(self))))
@@ -173,11 +228,38 @@ FAKE_OP(EqScalar, (const aclTensor* self, const aclScalar* other, aclTensor* out
 FAKE_OP(NeScalar, (const aclTensor* self, const aclScalar* other, aclTensor* out, WS), W(out, at::ne(T(self), S(other))))
 FAKE_OP(EqTensor, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS), W(out, at::eq(T(self), T(other))))
 FAKE_OP(NeTensor, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS), W(out, at::ne(T(self), T(other))))
+FAKE_OP(LtScalar, (const aclTensor* self, const aclScalar* other, aclTensor* out, WS), W(out, at::lt(T(self), S(other))))
+FAKE_OP(LeScalar, (const aclTensor* self, const aclScalar* other, aclTensor* out, WS), W(out, at::le(T(self), S(other))))
+FAKE_OP(GtScalar, (const aclTensor* self, const aclScalar* other, aclTensor* out, WS), W(out, at::gt(T(self), S(other))))
+FAKE_OP(GeScalar, (const aclTensor* self, const aclScalar* other, aclTensor* out, WS), W(out, at::ge(T(self), S(other))))
+FAKE_OP(LtTensor, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS), W(out, at::lt(T(self), T(other))))
+FAKE_OP(LeTensor, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS), W(out, at::le(T(self), T(other))))
+FAKE_OP(GtTensor, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS), W(out, at::gt(T(self), T(other))))
+FAKE_OP(GeTensor, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS), W(out, at::ge(T(self), T(other))))
+FAKE_OP(LogicalOr, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS), W(out, at::logical_or(T(self), T(other))))
+FAKE_OP(BitwiseOrScalar, (const aclTensor* self, const aclScalar* other, aclTensor* out, WS),
+        W(out, at::bitwise_or(T(self), S(other))))
+FAKE_OP(BitwiseOrTensor, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS),
+        W(out, at::bitwise_or(T(self), T(other))))
 FAKE_OP(LogicalNot, (const aclTensor* self, aclTensor* out, WS), W(out, at::logical_not(T(self))))
 FAKE_OP(BitwiseAndTensor, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS),
         W(out, at::bitwise_and(T(self), T(other))))
 FAKE_OP(SWhere, (const aclTensor* cond, const aclTensor* self, const aclTensor* other, aclTensor* out, WS),
         W(out, at::where(T(cond), T(self), T(other))))
+
+// matrix products (cubeMathType: op-plugin's int8 precision mode; the CPU op computes in the dtype's own way)
+FAKE_OP(Mm, (const aclTensor* self, const aclTensor* mat2, aclTensor* out, int8_t cubeMathType, WS),
+        W(out, at::mm(T(self), T(mat2))))
+FAKE_OP(Matmul, (const aclTensor* self, const aclTensor* mat2, aclTensor* out, int8_t cubeMathType, WS),
+        W(out, at::matmul(T(self), T(mat2))))
+FAKE_OP(BatchMatMul, (const aclTensor* self, const aclTensor* mat2, aclTensor* out, int8_t cubeMathType, WS),
+        W(out, at::matmul(T(self), T(mat2))))
+FAKE_OP(Addmm, (const aclTensor* self, const aclTensor* mat1, const aclTensor* mat2, const aclScalar* beta,
+                const aclScalar* alpha, aclTensor* out, int8_t cubeMathType, WS),
+        W(out, at::addmm(T(self), T(mat1), T(mat2), S(beta), S(alpha))))
+FAKE_OP(Baddbmm, (const aclTensor* self, const aclTensor* batch1, const aclTensor* batch2, const aclScalar* beta,
+                  const aclScalar* alpha, aclTensor* out, int8_t cubeMathType, WS),
+        W(out, at::baddbmm(T(self), T(batch1), T(batch2), S(beta), S(alpha))))
 
 // reductions and indexing
 FAKE_OP(All, (const aclTensor* self, const aclIntArray* dim, bool keepdim, aclTensor* out, WS),
@@ -190,11 +272,40 @@ FAKE_OP(Mean, (const aclTensor* self, const aclIntArray* dim, bool keepdim, int3
         W(out, at::mean(T(self), A(dim), keepdim, scalar_type(dtype))))
 FAKE_OP(Max, (const aclTensor* self, aclTensor* out, WS), W(out, at::max(T(self))))
 FAKE_OP(Min, (const aclTensor* self, aclTensor* out, WS), W(out, at::min(T(self))))
+FAKE_OP(MaxDim, (const aclTensor* self, int64_t dim, bool keepdim, aclTensor* out, aclTensor* indices, WS), {
+  auto r = at::max(T(self), dim, keepdim);
+  W(out, std::get<0>(r));
+  W(indices, std::get<1>(r));
+})
 FAKE_OP(IndexSelect, (const aclTensor* self, int64_t dim, const aclTensor* index, aclTensor* out, WS),
         W(out, at::index_select(T(self), dim, T(index))))
+FAKE_OP(Index, (const aclTensor* self, const aclTensorList* indices, aclTensor* out, WS),
+        W(out, at::index(T(self), index_list(indices))))
+FAKE_OP(IndexPutImpl, (aclTensor* self, const aclTensorList* indices, const aclTensor* values, bool accumulate,
+                       bool unsafe, WS), T(self).index_put_(index_list(indices), T(values), accumulate))
+FAKE_OP(Cat, (const aclTensorList* tensors, int64_t dim, aclTensor* out, WS),
+        W(out, at::cat(tensor_list(tensors), dim)))
 FAKE_OP(Triu, (const aclTensor* self, int64_t diagonal, aclTensor* out, WS), W(out, at::triu(T(self), diagonal)))
 FAKE_OP(Tril, (const aclTensor* self, int64_t diagonal, aclTensor* out, WS), W(out, at::tril(T(self), diagonal)))
 FAKE_OP(InplaceTriu, (aclTensor* self, int64_t diagonal, WS), T(self).triu_(diagonal))
+
+// embedding and normalization
+FAKE_OP(Embedding, (const aclTensor* weight, const aclTensor* indices, aclTensor* out, WS),
+        W(out, at::embedding(T(weight), T(indices))))
+FAKE_OP(EmbeddingDenseBackward, (const aclTensor* grad, const aclTensor* indices, int64_t numWeights,
+                                 int64_t paddingIdx, bool scaleGradByFreq, aclTensor* out, WS),
+        W(out, at::embedding_dense_backward(T(grad), T(indices), numWeights, paddingIdx, scaleGradByFreq)))
+FAKE_OP(LayerNorm, (const aclTensor* input, const aclIntArray* normalizedShape, const aclTensor* weight,
+                    const aclTensor* bias, double eps, aclTensor* out, aclTensor* mean, aclTensor* rstd, WS),
+        layer_norm(input, normalizedShape, weight, bias, eps, out, mean, rstd))
+FAKE_OP(FastLayerNorm, (const aclTensor* input, const aclIntArray* normalizedShape, const aclTensor* weight,
+                        const aclTensor* bias, double eps, aclTensor* out, aclTensor* mean, aclTensor* rstd, WS),
+        layer_norm(input, normalizedShape, weight, bias, eps, out, mean, rstd))
+FAKE_OP(LayerNormBackward, (const aclTensor* grad, const aclTensor* input, const aclIntArray* normalizedShape,
+                            const aclTensor* mean, const aclTensor* rstd, const aclTensor* weight, const aclTensor* bias,
+                            const aclBoolArray* mask, aclTensor* gradInput, aclTensor* gradWeight, aclTensor* gradBias,
+                            WS),
+        layer_norm_backward(grad, input, normalizedShape, mean, rstd, weight, bias, mask, gradInput, gradWeight, gradBias))
 
 // activations and softmax
 FAKE_OP(Softmax, (const aclTensor* self, int64_t dim, aclTensor* out, WS), W(out, at::_softmax(T(self), dim, false)))
@@ -204,21 +315,6 @@ FAKE_OP(LogSoftmax, (const aclTensor* self, int64_t dim, aclTensor* out, WS),
         W(out, at::_log_softmax(T(self), dim, false)))
 FAKE_OP(LogSoftmaxBackward, (const aclTensor* grad, const aclTensor* output, int64_t dim, aclTensor* out, WS),
         W(out, at::_log_softmax_backward_data(T(grad), T(output), dim, T(grad).scalar_type())))
-FAKE_OP(Prelu, (const aclTensor* self, const aclTensor* weight, aclTensor* out, WS),
-        W(out, at::prelu(T(self), T(weight).reshape({-1}))))
-FAKE_OP(Logit, (const aclTensor* self, double eps, aclTensor* out, WS),
-        W(out, at::logit(T(self).to(at::kFloat), eps < 0 ? c10::optional<double>() : c10::optional<double>(eps))))
-// aclnnGelu: the tanh form only (see the header)
 FAKE_OP(Gelu, (const aclTensor* self, aclTensor* out, WS), W(out, at::gelu(T(self).to(at::kFloat), "tanh")))
-FAKE_OP(GeluV2, (const aclTensor* self, int64_t approximate, aclTensor* out, WS), {
-  const at::Tensor x = T(self).to(at::kFloat);
-  if (approximate == 1) {
-    W(out, at::gelu(x, "tanh"));
-  } else if (soc_950()) {
-    W(out, 0.5 * x * (1 + at::erf(at::clamp(x * M_SQRT1_2, -3.92, 3.92))));
-  } else {
-    W(out, gelu_v2_a2_none(x));
-  }
-})
 
 }  // extern "C"

@@ -250,6 +250,7 @@ int aclnnGeluBackwardV2GetWorkspaceSize(const aclTensor* gradOutput, const aclTe
   if (!has_kernel("GeluGradV2")) return no_kernel("GeluGradV2");
   auto* e = new GeluExec;
   e->g = gradOutput; e->x = self; e->out = gradInput; e->tanh_mode = mode == "tanh";
+  e->internal_copies = copies({gradOutput, self});
   return finish_phase1(e, workspaceSize, executor);
 }
 
@@ -283,6 +284,7 @@ int aclnnPreluBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTen
   auto* e = new PreluExec;
   e->g = gradOutput; e->x = self; e->w = weight; e->gi = gradInput; e->gw = gradWeight; e->channels = nw;
   e->ascendc = soc_950();
+  e->internal_copies = copies({gradOutput, self, weight});
   e->workspace_size = static_cast<uint64_t>(nw) * sizeof(float);
   return finish_phase1(e, workspaceSize, executor);
 }
@@ -310,6 +312,7 @@ int grouped_phase1(const aclTensor* gradY, const aclTensor* groupIdx, int64_t gr
   if (out->sizes != std::vector<int64_t>{G, gradY->sizes.back()}) return kInvalid;
   auto* e = new GroupedExec;
   e->gy = gradY; e->idx = groupIdx; e->out = out; e->idx_type = groupIdxType;
+  e->internal_copies = copies({gradY, groupIdx});
   // hand-written L2: l0op::GroupedBiasAddGrad ignores the kernel lookup's status, so a missing kernel is only
   // found at the launch
   e->kernel_missing = !has_kernel("GroupedBiasAddGrad");
@@ -360,6 +363,7 @@ int aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(const aclTensor* gradOutput
   if (!has_kernel("ScaledMaskedSoftmaxGradV2")) return no_kernel("ScaledMaskedSoftmaxGradV2");
   auto* e = new SoftmaxExec;
   e->g = gradOutput; e->y = y; e->mask = mask; e->out = out; e->scale = static_cast<float>(scale);
+  e->internal_copies = copies({gradOutput, y, mask});
   return finish_phase1(e, workspaceSize, executor);
 }
 
@@ -377,6 +381,7 @@ int aclnnLogitGradGetWorkspaceSize(const aclTensor* x, const aclTensor* dy, doub
   if (!has_kernel("LogitGrad")) return no_kernel("LogitGrad");
   auto* e = new LogitExec;
   e->x = x; e->dy = dy; e->out = out; e->eps = static_cast<float>(eps);
+  e->internal_copies = copies({x, dy});
   return finish_phase1(e, workspaceSize, executor);
 }
 

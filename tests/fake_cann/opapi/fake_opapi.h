@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <initializer_list>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -29,7 +30,8 @@ inline constexpr int kInvalid = 161002;
 inline constexpr int kInner = 561000;           // ACLNN_ERR_INNER: a kernel launch that failed
 inline constexpr int kTilingError = 561002;     // ACLNN_ERR_INNER_TILING_ERROR
 inline constexpr int kFindKernelError = 561003;  // ACLNN_ERR_INNER_FIND_KERNEL_ERROR
-inline constexpr int kInternal = 561103;        // ACLNN_ERR_INNER_NULLPTR (the stand-in refusing an out-of-bounds access)
+inline constexpr int kInternal = 561103;        // ACLNN_ERR_INNER_NULLPTR (the model refusing an out-of-bounds access)
+inline constexpr int kInternalNullptr = 561103;  // ACLNN_ERR_INNER_NULLPTR (a null the operator dereferences)
 
 enum DType : int32_t { F32 = 0, F16 = 1, I32 = 3, I64 = 9, F64 = 11, BOOL = 12, BF16 = 27 };
 inline constexpr int64_t kMaxDims = 8;
@@ -64,9 +66,9 @@ inline std::map<std::string, int> g_calls;
 
 inline std::string g_last_error;
 
-inline void count(const std::string& name) {
+inline void count(const std::string& name, int n = 1) {
   std::lock_guard<std::mutex> lock(g_mu);
-  ++g_calls[name];
+  g_calls[name] += n;
 }
 
 // Records a rejection reason and returns the status (OP_LOGE + return in aclnn).
@@ -93,7 +95,10 @@ inline bool has_kernel(const std::string& kernel) {
     std::string list = std::string(",") + env + ",";
     if (list.find("," + kernel + ",") != std::string::npos) return false;
   }
-  if (kernel == "GroupedBiasAddGrad" || kernel == "LogitGrad") return soc_a2_a3_950();
+  if (kernel == "GroupedBiasAddGrad" || kernel == "LogitGrad" || kernel == "Logit" ||
+      kernel == "ScaledMaskedSoftmaxV2") {
+    return soc_a2_a3_950();
+  }
   if (kernel == "ScaledMaskedSoftmaxGradV2") return soc_a2_a3_950() || soc_is("Ascend310P");
   return true;  // GeluGradV2, PReluGradUpdate
 }
@@ -275,7 +280,26 @@ struct Executor {
   virtual int run(void* workspace) = 0;
   uint64_t workspace_size = 0;
   bool kernel_missing = false;  // the launch fails (561000) and writes nothing
+  bool empty = false;           // nothing to compute: the operator returns before launching a kernel
+  int internal_copies = 0;      // inputs the operator makes contiguous first (one copy kernel each)
 };
+
+// Whether a view is row-major contiguous (size-1 dims ignored): aclnn's l0op::Contiguous copies any other input.
+inline bool contiguous(const aclTensor* t) {
+  int64_t expected = 1;
+  for (int d = static_cast<int>(t->sizes.size()) - 1; d >= 0; --d) {
+    if (t->sizes[d] != 1 && t->strides[d] != expected) return false;
+    expected *= t->sizes[d];
+  }
+  return true;
+}
+
+// The copy kernels an operator launches to make these inputs contiguous.
+inline int copies(std::initializer_list<const aclTensor*> inputs) {
+  int n = 0;
+  for (const aclTensor* t : inputs) n += (t != nullptr && numel(t) > 0 && !contiguous(t)) ? 1 : 0;
+  return n;
+}
 
 inline int finish_phase1(Executor* e, uint64_t* workspace_size, aclOpExecutor** executor) {
   *workspace_size = e->workspace_size;
@@ -290,6 +314,7 @@ inline int phase2(const char* name, void* workspace, uint64_t workspace_size, ac
   if (workspace_size != e->workspace_size) { delete e; return kInvalid; }
   if (workspace_size > 0 && workspace == nullptr) { delete e; return kNullptr; }
   if (e->kernel_missing) { delete e; return reject(kInner, std::string(name) + ": launch failed, no kernel binary."); }
+  if (!e->empty) count("kernels", 1 + e->internal_copies);  // the device kernels this call launched
   const int ret = e->run(workspace);
   delete e;
   return ret;
