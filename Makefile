@@ -98,7 +98,7 @@ npu-build: $(NPU_BUILD)/.stamp
 
 test-npu: npu-build
 	fake_lib=$$($(NPU_PY) tests/fake_cann/build.py | tail -n 1) && \
-	cd $(NPU_BUILD) && LD_LIBRARY_PATH=$$fake_lib PYTHONPATH=$(CURDIR)/$(NPU_BUILD)/lib NPU_EXT_EXPECT_NPU=1 \
+	cd $(NPU_BUILD) && LD_LIBRARY_PATH=$$fake_lib PYTHONPATH=$(CURDIR)/$(NPU_BUILD)/lib:$(CURDIR) NPU_EXT_EXPECT_NPU=1 \
 	  $(CURDIR)/$(NPU_PY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) -c $(CURDIR)/pyproject.toml \
 	  $(addprefix $(CURDIR)/,$(NPU_TESTS))
 

@@ -1,11 +1,24 @@
 """NPU mode of the suite: npu_ext ops against torch_npu's native ops, on the NPU.
 
-Imported by benchmarks.run only when torch_npu is installed. It has NOT been run: it was written on a
-CPU-only machine and is kept small on purpose (large size, the native counterparts torch_npu offers).
+Imported by benchmarks.run only when torch_npu is installed. Two parts:
+  * times: each backward op against torch_npu's native counterpart, side by side (large size);
+  * launch counts (only inside the fake CANN of `make test-npu`, whose counters it reads): per forward op and
+    case, the device kernels one call launches (each aclnn operator plus the copies an operator makes of
+    inputs it needs contiguous), the host<->device copies and the synchronisations, forward and backward, with
+    the native kernels (csrc/npu) and with the ATen composite (NPU_EXT_NPU_FORWARD=composite), and the peak device
+    memory of a large softmax.
+It has never run on an NPU. On the fake CANN every time is the host's time for the fake's models, not a device's,
+and the report says so. The time comparisons need a SoC whose torch_npu routes the fake models: Ascend950
+(`NPU_FAKE_SOC=Ascend950PR_9599`), where torch_npu's gelu_backward, logit_backward, prelu backward and
+npu_scaled_masked_softmax_backward call the same aclnn backward operators as npu_ext (so the ratios are about 1);
+below it they are TBE kernels (acl_op) that the fake cannot run, and the times are skipped.
 """
 
 from __future__ import annotations
 
+import ctypes
+import json
+import os
 import statistics
 import time
 
@@ -35,20 +48,183 @@ def _time(fn, rounds, min_run_time):
     return statistics.median(times)
 
 
+class FakeCannCounters:
+    """The fake CANN's counters (tests/fake_cann): kernels launched (libopapi.so), copies and synchronisations
+    (libascendcl.so). None on a real NPU."""
+
+    def __init__(self):
+        self.opapi = ctypes.CDLL("libopapi.so")
+        self.runtime = ctypes.CDLL("libascendcl.so")
+        if not hasattr(self.runtime, "fake_cann_count"):
+            raise OSError("not the fake CANN")
+        self.opapi.fake_opapi_calls.argtypes = [ctypes.c_char_p]
+        self.runtime.fake_cann_count.restype = ctypes.c_int64
+        self.runtime.fake_cann_count.argtypes = [ctypes.c_char_p]
+
+    def reset(self):
+        torch.npu.synchronize()
+        self.opapi.fake_opapi_reset()
+        self.runtime.fake_cann_reset()
+
+    def read(self):
+        """Counts since reset(). Copies and synchronisations are made by the calling thread and read first; then
+        a synchronisation (not counted) lets the task queue launch what was queued, and the kernels are read."""
+        rt = self.runtime.fake_cann_count
+        counts = {"h2d": rt(b"memcpy_h2d"), "d2h": rt(b"memcpy_d2h"), "syncs": rt(b"sync_stream") + rt(b"sync_device")}
+        torch.npu.synchronize()
+        counts["kernels"] = self.opapi.fake_opapi_calls(b"kernels")
+        return counts
+
+    @staticmethod
+    def get():
+        try:
+            return FakeCannCounters()
+        except (OSError, AttributeError):
+            return None
+
+
+def _count_cases(dt, dev):
+    """(name, make_inputs, forward) per case: make_inputs() -> dict of leaf tensors, forward(**inputs) -> y."""
+    import torch_ext as te
+
+    def leaf(t):
+        return t.to(dev).requires_grad_(t.is_floating_point())
+
+    def bool_mask(shape, p=0.3):
+        return (torch.rand(shape) < p).to(dev)
+
+    B, N, S = 2, 4, 64
+    return [
+        ("gelu none", lambda: {"x": leaf(torch.randn(64, 256).to(dt))}, lambda x: te.gelu(x)),
+        ("gelu tanh", lambda: {"x": leaf(torch.randn(64, 256).to(dt))}, lambda x: te.gelu(x, approximate="tanh")),
+        ("prelu", lambda: {"x": leaf(torch.randn(8, 16, 128).to(dt)), "w": leaf(torch.rand(16).to(dt))},
+         lambda x, w: te.prelu(x, w)),
+        ("logit", lambda: {"x": leaf((torch.rand(64, 256) * 0.9 + 0.05).to(dt))}, lambda x: te.logit(x, 1e-6)),
+        ("softmax, mask", lambda: {"x": leaf(torch.randn(B, N, S, S).to(dt)), "m": bool_mask((B, 1, S, S))},
+         lambda x, m: te.scaled_masked_softmax(x, m, scale=0.125)),
+        ("softmax, no mask", lambda: {"x": leaf(torch.randn(B, N, S, S).to(dt))},
+         lambda x: te.scaled_masked_softmax(x, None, scale=0.125)),
+        ("softmax, causal", lambda: {"x": leaf(torch.randn(B, N, S, S).to(dt))},
+         lambda x: te.scaled_masked_softmax(x, None, scale=0.125, fix_triu_mask=True)),
+        ("softmax, mask, zero", lambda: {"x": leaf(torch.randn(B, N, S, S).to(dt)), "m": bool_mask((B, 1, S, S))},
+         lambda x, m: te.scaled_masked_softmax(x, m, scale=0.125, fully_masked="zero")),
+        ("softmax, padding, zero", lambda: {"x": leaf(torch.randn(B, N, S, S).to(dt)),
+                                            "m": bool_mask((B, 1, 1, S))},
+         lambda x, m: te.scaled_masked_softmax(x, m, scale=0.125, fully_masked="zero")),
+        ("grouped", lambda: {"x": leaf(torch.randn(4, 32, 256).to(dt)), "b": leaf(torch.randn(4, 256).to(dt))},
+         lambda x, b: te.grouped_bias_add(x, b)),
+        ("grouped, group_idx", lambda: {"x": leaf(torch.randn(128, 256).to(dt)), "b": leaf(torch.randn(4, 256).to(dt)),
+                                        "i": torch.tensor([40, 0, 50, 38]).to(dev)},
+         lambda x, b, i: te.grouped_bias_add(x, b, i, 1)),
+        ("grouped, group_idx, probs", lambda: {"x": leaf(torch.randn(128, 256).to(dt)),
+                                               "b": leaf(torch.randn(4, 256).to(dt)),
+                                               "i": torch.tensor([40, 0, 50, 38]).to(dev),
+                                               "p": leaf(torch.rand(128))},
+         lambda x, b, i, p: te.grouped_bias_add(x, b, i, 1, probs=p)),
+    ]
+
+
+def launch_counts(counters, dtypes=("fp16", "bf16", "fp32"), dev="npu"):
+    """Per forward op, case, dtype and implementation (native, composite): the counts of one forward call and of
+    its backward (autograd through the npu_ext backward op). Rows of dicts."""
+    rows = []
+    for dname in dtypes:
+        dt = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dname]
+        for name, make, forward in _count_cases(dt, dev):
+            for impl in ("native", "composite"):
+                os.environ["NPU_EXT_NPU_FORWARD"] = impl
+                try:
+                    torch.manual_seed(0)
+                    inputs = make()
+                    forward(**inputs).sum().backward()  # warm-up: kernel probes, cached masks
+                    for t in inputs.values():
+                        t.grad = None
+                    counters.reset()
+                    y = forward(**inputs)
+                    fwd = counters.read()
+                    grad = torch.ones_like(y)
+                    counters.reset()
+                    y.backward(grad)
+                    bwd = counters.read()
+                finally:
+                    os.environ.pop("NPU_EXT_NPU_FORWARD", None)
+                rows.append({"op": name, "dtype": dname, "impl": impl, "forward": fwd, "backward": bwd})
+    return rows
+
+
+def peak_memory(dt=torch.bfloat16, shape=(2, 8, 2048, 2048), dev="npu"):
+    """Extra peak device memory (bytes beyond the input, the mask and the output) of one scaled_masked_softmax
+    forward with a broadcast mask, native and composite, from torch_npu's allocator statistics."""
+    import torch_ext as te
+
+    out = {}
+    for impl in ("native", "composite"):
+        os.environ["NPU_EXT_NPU_FORWARD"] = impl
+        try:
+            x = torch.randn(shape, dtype=dt).to(dev)
+            m = torch.zeros((shape[0], 1) + tuple(shape[2:]), dtype=torch.bool, device=dev)
+            te.scaled_masked_softmax(x, m, scale=0.125)  # warm-up
+            torch.npu.synchronize()
+            torch.npu.empty_cache()
+            torch.npu.reset_peak_memory_stats()
+            base = torch.npu.memory_allocated()
+            y = te.scaled_masked_softmax(x, m, scale=0.125)
+            torch.npu.synchronize()
+            out[impl] = torch.npu.max_memory_allocated() - base - y.numel() * y.element_size()
+            del x, m, y
+        finally:
+            os.environ.pop("NPU_EXT_NPU_FORWARD", None)
+    return out
+
+
+def counts_table(rows):
+    """Markdown: kernels (and copies, syncs where any) per case and dtype, native vs composite."""
+
+    def cell(c):
+        extra = ", ".join(f"{c[k]} {k}" for k in ("h2d", "d2h", "syncs") if c[k])
+        return f"{c['kernels']}" + (f" (+{extra})" if extra else "")
+
+    by_key = {(r["op"], r["dtype"], r["impl"]): r for r in rows}
+    dtypes = sorted({r["dtype"] for r in rows}, key=["fp16", "bf16", "fp32"].index)
+    ops = list(dict.fromkeys(r["op"] for r in rows))
+    head = "| op, case | " + " | ".join(f"{d} forward: native / composite | {d} backward" for d in dtypes) + " |"
+    lines = [head, "|" + "---|" * (1 + 2 * len(dtypes))]
+    for op in ops:
+        cells = []
+        for d in dtypes:
+            n, c = by_key[(op, d, "native")], by_key[(op, d, "composite")]
+            cells.append(f"{cell(n['forward'])} / {cell(c['forward'])}")
+            cells.append(cell(n["backward"]))
+        lines.append(f"| {op} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(args, mode_name, mode, out_dir):
     dev = "npu"
+    counters = FakeCannCounters.get()
+    if counters is not None:
+        log(f"NPU benchmark on the FAKE CANN (SoC {torch.npu.get_device_name()}): the times below are the host's times "
+            "for the fake's models of the aclnn operators, not an NPU's; the launch counts are exact")
     records = []
-    for dname in args.dtypes:
+    soc = torch.npu.get_device_name()
+    timed = counters is None or soc.startswith("Ascend950")
+    if not timed:
+        log(f"times skipped: on {soc} torch_npu's native counterparts are TBE kernels (acl_op) the fake CANN cannot "
+            "run; NPU_FAKE_SOC=Ascend950PR_9599 routes them to the fake's aclnn models")
+    # the fake's models are host loops: a smaller size keeps the run short (the counts do not depend on it)
+    big, sm = ((4096, 1024), (4, 16, 256, 256)) if counters is None else ((256, 1024), (2, 4, 64, 256))
+    for dname in args.dtypes if timed else []:
         dt = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dname]
-        x = torch.randn(4096, 1024, dtype=dt, device=dev)
-        g = torch.randn_like(x)
-        p = torch.rand_like(x)
-        xs = torch.randn(16, 64, 64, 64, dtype=dt, device=dev)
-        gs = torch.randn_like(xs)
-        w = torch.rand(64, dtype=dt, device=dev)
-        sm_g = torch.randn(4, 16, 256, 256, dtype=dt, device=dev)
-        sm_y = torch.softmax(torch.randn_like(sm_g, dtype=torch.float32), -1).to(dt)
-        mask = torch.rand(4, 1, 256, 256, device=dev) < 0.2
+        # inputs drawn on the host and copied (the fake CANN has no random-number operators)
+        x = torch.randn(*big, dtype=dt).to(dev)
+        g = torch.randn(*big, dtype=dt).to(dev)
+        p = torch.rand(*big, dtype=dt).to(dev)
+        xs = torch.randn((16, 64, 64, 64) if counters is None else (2, 64, 8, 64), dtype=dt).to(dev)
+        gs = torch.randn(xs.shape, dtype=dt).to(dev)
+        w = torch.rand(64, dtype=dt).to(dev)
+        sm_g = torch.randn(*sm, dtype=dt).to(dev)
+        sm_y = torch.softmax(torch.randn(*sm), -1).to(dt).to(dev)
+        mask = (torch.rand(sm[0], 1, sm[2], sm[3]) < 0.2).to(dev)
         cases = {
             "gelu_backward_v2[erf]": (lambda: ext.gelu_backward_v2(g, x, "none"),
                                       lambda: aten.gelu_backward(g, x, approximate="none"), 3 * x.nbytes),
@@ -76,6 +252,22 @@ def main(args, mode_name, mode, out_dir):
                 "copy_gbps": float("nan"), "roofline_frac": float("nan")})
     info = machine_info()
     info["mode"] = f"npu-{mode_name}"
-    report.write_all(records, info, out_dir, f"npu-{mode_name}")
-    print(report.markdown_table(records, info))
+    info["npu"] = torch.npu.get_device_name()
+    info["fake_cann"] = counters is not None
+    if records:
+        report.write_all(records, info, out_dir, f"npu-{mode_name}")
+        print(report.markdown_table(records, info))
+    if counters is None:
+        log("launch counts: only inside the fake CANN (make test-npu), whose counters they read")
+        return 0
+    rows = launch_counts(counters, dtypes=("fp16", "bf16", "fp32"))
+    peak = peak_memory(shape=(2, 8, 512, 512) if mode_name == "quick" else (2, 8, 2048, 2048))
+    with open(os.path.join(out_dir, f"npu-{mode_name}-counts.json"), "w") as f:
+        json.dump({"counts": rows, "softmax_extra_peak_bytes": peak}, f, indent=1)
+    print("\nDevice kernels per call (aclnn operators + copies they make; +h2d/d2h copies and synchronisations), "
+          "native kernels (csrc/npu) / ATen composite; backward through autograd:\n")
+    print(counts_table(rows))
+    print(f"\nscaled_masked_softmax bf16 {'[2, 8, 512, 512]' if mode_name == 'quick' else '[2, 8, 2048, 2048]'}: "
+          f"extra peak device memory native {peak['native'] / 2**20:.1f} MiB, "
+          f"composite {peak['composite'] / 2**20:.1f} MiB")
     return 0

@@ -87,21 +87,26 @@ def _as_4d_mask(mask, x, x4_shape):
     return m.expand(m.shape[0], m.shape[1], x4_shape[2], x4_shape[3])
 
 
-_NO_MASK = {}  # device -> a 0-D False bool tensor, expanded to the mask of an unmasked call (no allocation)
+_NO_MASK = {}  # the False mask of an unmasked call: per device a 0-D tensor (expanded), per NPU device and shape 4-D
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _function_modes = torch._C._len_torch_function_stack
 
 
-def _no_mask(x):
-    """A 0-D False mask on x's device. Plain eager calls share one per device (made outside inference mode, so
-    that autograd can save it); under Dynamo, a tensor subclass or any mode (fake tensors, tracing), a new one."""
+def _no_mask(x, s1, s2):
+    """A False mask on x's device that broadcasts to (1, 1, s1, s2). Plain eager calls share one per device (made
+    outside inference mode, so that autograd can save it); under Dynamo, a tensor subclass or any mode (fake
+    tensors, tracing), a new one. On an NPU it is materialized at (1, 1, s1, s2) and kept per shape, since
+    aclnnScaledMaskedSoftmax copies a mask with zero strides in its last two dims before every call; elsewhere a
+    0-D tensor, expanded."""
+    npu = x.device.type == "npu"
     if type(x) is torch.Tensor and not _dynamo_compiling() and not _dispatch_modes() and not _function_modes():
-        m = _NO_MASK.get(x.device)
+        key = (x.device, s1, s2) if npu else x.device
+        m = _NO_MASK.get(key)
         if m is None:
             with torch.inference_mode(False):
-                m = _NO_MASK[x.device] = torch.zeros((), dtype=torch.bool, device=x.device)
-        return m
-    return torch.zeros((), dtype=torch.bool, device=x.device)
+                m = _NO_MASK[key] = torch.zeros((1, 1, s1, s2) if npu else (), dtype=torch.bool, device=x.device)
+        return m.expand(1, 1, s1, s2)
+    return torch.zeros((), dtype=torch.bool, device=x.device).expand(1, 1, s1, s2)
 
 
 def scaled_masked_softmax(x: torch.Tensor, mask=None, scale: float = 1.0, fix_triu_mask: bool = False,
@@ -138,7 +143,7 @@ def scaled_masked_softmax(x: torch.Tensor, mask=None, scale: float = 1.0, fix_tr
     else:
         x4 = x.reshape((-1,) + shape[-3:])
     if fix_triu_mask or mask is None:
-        m4 = _no_mask(x).expand(1, 1, x4.shape[2], x4.shape[3])
+        m4 = _no_mask(x, x4.shape[2], x4.shape[3])
     else:
         if mask.dtype != torch.bool:
             raise TypeError(

@@ -36,8 +36,9 @@ at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
   const at::Tensor x = opmath(self);
   // On an NPU, never at::gelu for "none": torch_npu 2.13 sends aten::gelu to aclnnGelu on an Atlas A2/A3 (and on an
   // Ascend950 with op-plugin 26.0.0), which is the tanh form whatever `approximate` says (forward-op audit, F1).
+  // erfc(-x / sqrt 2) rather than 1 + erf(x / sqrt 2): no cancellation in the left tail.
   if (approximate == "none" && self.device().type() == c10::DeviceType::PrivateUse1) {
-    return finish(x * 0.5 * (at::erf(x * M_SQRT1_2) + 1.0), self.scalar_type());
+    return finish(x * 0.5 * at::erfc(x * -M_SQRT1_2), self.scalar_type());
   }
   return finish(at::gelu(x, approximate), self.scalar_type());
 }

@@ -178,12 +178,9 @@ std::string status_report() {
 
 void synchronize_device() { c10_npu::npuSynchronizeDevice(true); }
 
-bool forward_composite_forced() {
-  static const bool forced = [] {
-    const char* env = std::getenv("NPU_EXT_NPU_FORWARD");
-    return env != nullptr && std::strcmp(env, "composite") == 0;
-  }();
-  return forced;
+bool forward_composite_forced() {  // read at every call (a getenv), so a process can compare the two
+  const char* env = std::getenv("NPU_EXT_NPU_FORWARD");
+  return env != nullptr && std::strcmp(env, "composite") == 0;
 }
 
 const at::Tensor& causal_mask(c10::Device device, int64_t s1, int64_t s2) {

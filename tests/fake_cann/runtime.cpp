@@ -265,6 +265,23 @@ aclError aclrtEventElapsedTime(float* ms, aclrtEvent, aclrtEvent) {
   return kOk;
 }
 
+// --- acl_op (TBE/GE single-op) routes: not modelled ------------------------------------------------------------
+// torch_npu takes them below Atlas A2 and where an aclnn operator is missing (DO_COMPATIBILITY); the fake cannot run
+// a TBE kernel, so the call fails loudly (ACL_ERROR_OP_NOT_FOUND) instead of returning with its outputs unwritten.
+aclError aclopCompileAndExecute(const char* op_type, int, const aclTensorDesc* const[], const aclDataBuffer* const[],
+                                int, const aclTensorDesc* const[], aclDataBuffer* const[], const aclopAttr*,
+                                aclopEngineType, aclopCompileType, const char*, aclrtStream) {
+  count((std::string("acl_op ") + op_type).c_str());
+  return ACL_ERROR_OP_NOT_FOUND;
+}
+
+aclError aclopCompileAndExecuteV2(const char* op_type, int, aclTensorDesc*[], aclDataBuffer*[], int, aclTensorDesc*[],
+                                  aclDataBuffer*[], aclopAttr*, aclopEngineType, aclopCompileType, const char*,
+                                  aclrtStream) {
+  count((std::string("acl_op ") + op_type).c_str());
+  return ACL_ERROR_OP_NOT_FOUND;
+}
+
 // --- graph capture: the status only ------------------------------------------------------------------------------
 aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode) {
   count("capture_begin");

@@ -220,6 +220,7 @@ FAKE_OP(Sqrt, (const aclTensor* self, aclTensor* out, WS), W(out, at::sqrt(T(sel
 FAKE_OP(Rsqrt, (const aclTensor* self, aclTensor* out, WS), W(out, at::rsqrt(T(self))))
 FAKE_OP(Tanh, (const aclTensor* self, aclTensor* out, WS), W(out, at::tanh(T(self))))
 FAKE_OP(Erf, (const aclTensor* self, aclTensor* out, WS), W(out, at::erf(T(self))))
+FAKE_OP(Erfc, (const aclTensor* self, aclTensor* out, WS), W(out, at::erfc(T(self))))
 FAKE_OP(Sigmoid, (const aclTensor* self, aclTensor* out, WS), W(out, at::sigmoid(T(self))))
 FAKE_OP(PowTensorScalar, (const aclTensor* self, const aclScalar* exponent, aclTensor* out, WS),
         W(out, at::pow(T(self), S(exponent))))
