@@ -20,6 +20,7 @@ ENV_SWITCHES = {
     "OMP_NUM_THREADS": "threads of the CPU kernels (torch.set_num_threads overrides it)",
     "NPU_EXT_LOAD_NPU": "0: do not load the NPU kernels (torch_ext._C_npu) even with torch_npu installed",
     "NPU_EXT_NO_CPU_FALLBACK": "1: an op without an aclnn kernel on this NPU raises instead of running on the CPU",
+    "NPU_EXT_NPU_FORWARD": "composite: the forward ops run their ATen composites on the NPU instead of their aclnn kernels",
     "ASCEND_TOOLKIT_HOME": "the CANN installation torch_npu uses",
     "THP_MEM_ALLOC_ENABLE": "1: PyTorch's CPU allocator asks for transparent huge pages for tensors of 2 MB and more "
                             "(fewer page faults on large fresh outputs, slower on some hosts: docs/performance.md)",
