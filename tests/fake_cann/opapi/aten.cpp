@@ -10,8 +10,11 @@
 //     Atlas A2/A3, `approximate` ignored);
 // The operators the NPU path itself calls for the forward ops (aclnnGeluV2, aclnnPrelu, aclnnLogit,
 // aclnnScaledMaskedSoftmax, ...) are modelled without ATen in forward.cpp, the backward ones in backward.cpp.
-// An operator that is not defined here is missing from the fake libopapi.so: torch_npu's lookup fails and raises
-// a RuntimeError naming it.
+// An operator that is not defined here is missing from the fake libopapi.so. torch_npu raises a RuntimeError naming
+// it where op-plugin calls it directly, and on an aclnn-only SoC (Ascend950) always; but most ATen ops go through
+// op-plugin's DO_COMPATIBILITY, which on an Atlas A2/A3 takes the acl_op (TBE) route instead, and the fake runtime
+// fails that (ACL_ERROR_OP_NOT_FOUND, counted as "acl_op <type>"), naming the TBE op rather than the aclnn one. Run a
+// new test once with NPU_FAKE_SOC=Ascend950PR_9599 to have every aclnn operator it needs named.
 #include <ATen/ATen.h>
 
 #include <array>
@@ -98,8 +101,8 @@ std::vector<at::Tensor> tensor_list(const aclTensorList* list) {
   return out;
 }
 
-// op-plugin's index list for aclnnIndex and aclnnIndexPutImpl: a dimension without an index comes as an empty tensor of self's
-// (floating) dtype, an index as an integer or bool tensor.
+// op-plugin's index list for aclnnIndex and aclnnIndexPutImpl: a dimension without an index comes as an empty
+// tensor of self's (floating) dtype, an index as an integer or bool tensor.
 c10::List<c10::optional<at::Tensor>> index_list(const aclTensorList* list) {
   c10::List<c10::optional<at::Tensor>> out;
   for (const aclTensor* t : list->tensors) {
@@ -237,11 +240,15 @@ FAKE_OP(LtTensor, (const aclTensor* self, const aclTensor* other, aclTensor* out
 FAKE_OP(LeTensor, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS), W(out, at::le(T(self), T(other))))
 FAKE_OP(GtTensor, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS), W(out, at::gt(T(self), T(other))))
 FAKE_OP(GeTensor, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS), W(out, at::ge(T(self), T(other))))
-FAKE_OP(LogicalOr, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS), W(out, at::logical_or(T(self), T(other))))
+FAKE_OP(LogicalOr, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS),
+        W(out, at::logical_or(T(self), T(other))))
 FAKE_OP(BitwiseOrScalar, (const aclTensor* self, const aclScalar* other, aclTensor* out, WS),
         W(out, at::bitwise_or(T(self), S(other))))
 FAKE_OP(BitwiseOrTensor, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS),
         W(out, at::bitwise_or(T(self), T(other))))
+FAKE_OP(LogicalAnd, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS),
+        W(out, at::logical_and(T(self), T(other))))
+FAKE_OP(InplaceLogicalAnd, (aclTensor* self, const aclTensor* other, WS), T(self).logical_and_(T(other)))
 FAKE_OP(LogicalNot, (const aclTensor* self, aclTensor* out, WS), W(out, at::logical_not(T(self))))
 FAKE_OP(BitwiseAndTensor, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS),
         W(out, at::bitwise_and(T(self), T(other))))
@@ -286,6 +293,8 @@ FAKE_OP(IndexPutImpl, (aclTensor* self, const aclTensorList* indices, const aclT
                        bool unsafe, WS), T(self).index_put_(index_list(indices), T(values), accumulate))
 FAKE_OP(Cat, (const aclTensorList* tensors, int64_t dim, aclTensor* out, WS),
         W(out, at::cat(tensor_list(tensors), dim)))
+FAKE_OP(Stack, (const aclTensorList* tensors, int64_t dim, aclTensor* out, WS),
+        W(out, at::stack(tensor_list(tensors), dim)))
 FAKE_OP(Triu, (const aclTensor* self, int64_t diagonal, aclTensor* out, WS), W(out, at::triu(T(self), diagonal)))
 FAKE_OP(Tril, (const aclTensor* self, int64_t diagonal, aclTensor* out, WS), W(out, at::tril(T(self), diagonal)))
 FAKE_OP(InplaceTriu, (aclTensor* self, int64_t diagonal, WS), T(self).triu_(diagonal))
@@ -306,7 +315,15 @@ FAKE_OP(LayerNormBackward, (const aclTensor* grad, const aclTensor* input, const
                             const aclTensor* mean, const aclTensor* rstd, const aclTensor* weight, const aclTensor* bias,
                             const aclBoolArray* mask, aclTensor* gradInput, aclTensor* gradWeight, aclTensor* gradBias,
                             WS),
-        layer_norm_backward(grad, input, normalizedShape, mean, rstd, weight, bias, mask, gradInput, gradWeight, gradBias))
+        layer_norm_backward(grad, input, normalizedShape, mean, rstd, weight, bias, mask, gradInput, gradWeight,
+                            gradBias))
+
+// losses
+FAKE_OP(MseLoss, (const aclTensor* self, const aclTensor* target, int64_t reduction, aclTensor* out, WS),
+        W(out, at::mse_loss(T(self), T(target), reduction)))
+FAKE_OP(MseLossBackward, (const aclTensor* grad, const aclTensor* self, const aclTensor* target, int64_t reduction,
+                          aclTensor* gradInput, WS),
+        W(gradInput, at::mse_loss_backward(T(grad), T(self), T(target), reduction)))
 
 // activations and softmax
 FAKE_OP(Softmax, (const aclTensor* self, int64_t dim, aclTensor* out, WS), W(out, at::_softmax(T(self), dim, false)))
