@@ -1,5 +1,5 @@
-"""torch_ext.show_config() / python -m torch_ext on the CPU (the stand-in NPU's report is tested in
-tests/test_npu_standin.py), and python -m torch_ext --check / torch_ext.check() without an NPU: the exit status,
+"""torch_ext.show_config() / python -m torch_ext on the CPU (the NPU report is tested inside the real torch_npu
+runtime in tests/test_npu_path.py), and python -m torch_ext --check / torch_ext.check() without an NPU: the exit status,
 the comparison and the sample set on the CPU (the check on the NPU path: tests/test_npu_check.py)."""
 
 import importlib.util

@@ -1,9 +1,9 @@
 """The NPU path on a real Ascend NPU: npu results compared with the CPU kernels.
 
-Runs only where torch_npu is installed and importable (CANN set up), an NPU is visible and torch_ext loaded
-its NPU kernels (torch_ext._C_npu, built by setup.py when torch_npu is installed). Everywhere else the whole
-module is skipped: nothing here has run on hardware yet. tests/test_npu_standin.py runs the same NPU sources
-against a host stand-in of aclnn instead.
+Runs where torch_npu is installed and importable, an NPU is visible and torch_ext loaded its NPU kernels
+(torch_ext._C_npu, built by setup.py when torch_npu is installed): on an Ascend machine, and in `make test-npu`
+inside the real torch_npu runtime on the fake CANN (tests/fake_cann), where none of it may be skipped. Elsewhere the
+whole module is skipped. Nothing here has run on hardware yet.
 """
 
 import importlib

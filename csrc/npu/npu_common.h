@@ -73,6 +73,11 @@ struct ProbeResult {
   int phase = 0;
 };
 
+// What runs when an operator's kernel is unavailable: the CPU kernel on host copies (the backward ops), or the
+// op's composite of ATen ops on the device itself (the forward ops, whose native kernel is an optimisation:
+// NPU_EXT_NO_CPU_FALLBACK does not forbid it, and nothing is warned).
+enum class Fallback { Cpu, Composite };
+
 // One aclnn entry point (aclnnXxx + aclnnXxxGetWorkspaceSize). Both symbols are looked up once, when first used,
 // with torch_npu's GetOpApiFuncAddr (custom op libs, libopapi.so, then the aclnn feature libs), and the SoC is
 // checked. Then, once per device, `probe` runs one tiny valid call of the entry point through both phases and
@@ -83,11 +88,6 @@ struct ProbeResult {
 // with 561000, reported later by the task queue with the output unwritten. Any 561xxx (ACLNN_ERR_INNER*) from
 // the probe makes the operator unavailable on that device, like a missing entry point; another failing status
 // is a bug of the probe and raises.
-// What runs when an operator's kernel is unavailable: the CPU kernel on host copies (the backward ops), or the
-// op's composite of ATen ops on the device itself (the forward ops, whose native kernel is an optimisation:
-// NPU_EXT_NO_CPU_FALLBACK does not forbid it, and nothing is warned).
-enum class Fallback { Cpu, Composite };
-
 class AclnnApi {
  public:
   using Probe = ProbeResult (*)(const AclnnApi& api, c10::Device device);
