@@ -21,11 +21,10 @@ import torch_ext
 
 pytestmark = pytest.mark.skipif(not torch_ext._npu.LOADED, reason="needs torch_ext._C_npu (make test-npu)")
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks import npu as bench  # noqa: E402
-
-if torch_ext._npu.LOADED:
-    from test_megatron import AttnMaskType, softmax_module  # noqa: E402  (megatron-core, CPU wheel)
+if torch_ext._npu.LOADED:  # both import torch_npu / megatron-core
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from benchmarks import npu as bench  # noqa: E402
+    from test_megatron import AttnMaskType, softmax_module  # noqa: E402
 
 
 @pytest.fixture(scope="module")
