@@ -9,10 +9,13 @@ SOURCES := setup.py $(shell find csrc torch_ext -name '*.cpp' -o -name '*.h' -o 
 .PHONY: all venv build test bench bench-full clean npu-check test-npu npu-build test-asan test-aarch64 build-aarch64
 
 # Compiles go through ccache when it is there (Debian's package; `make venv` installs it when run as root):
-# the second build of the same sources (make test-npu's, make test-asan's) then reuses the first one's objects.
-# Preprocessor mode (CCACHE_NODIRECT) because the builds differ only in include directories that hold nothing.
-# Checked when a build runs (not when make starts), so the first build on a fresh machine already fills the cache.
-CCACHE_ENV = PATH="$$([ -x /usr/lib/ccache/g++ ] && echo /usr/lib/ccache:)$$PATH" CCACHE_BASEDIR=$(CURDIR) CCACHE_NODIRECT=1
+# the second build of the same sources with the same flags (make test-npu's) reuses the first one's objects.
+# Preprocessor mode (CCACHE_NODIRECT): the builds' command lines differ in include directories that hold nothing
+# and in their output paths; the preprocessed sources are the same. CCACHE_NOHASHDIR: ninja runs each build in its
+# own build directory, and -g would otherwise put that directory into the hash (no base_dir either: it makes the
+# paths relative to that directory). Checked when a build runs (not when make starts), so the first build on a
+# fresh machine already fills the cache.
+CCACHE_ENV = PATH="$$([ -x /usr/lib/ccache/g++ ] && echo /usr/lib/ccache:)$$PATH" CCACHE_NODIRECT=1 CCACHE_NOHASHDIR=1
 
 all: test
 
