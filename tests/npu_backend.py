@@ -18,6 +18,8 @@ the memory around them read as on the device.
 
 import contextlib
 import ctypes
+import importlib
+import importlib.util
 import os
 import platform
 import sys
@@ -131,6 +133,22 @@ class Standin(_Backend):
 
     def set_capturing(self, capturing):
         torch.ops.npu_standin.set_capturing(capturing)
+
+
+def npu_device_available():
+    """(True, "") where real npu tensors exist and torch_ext loaded its NPU kernels (an Ascend machine, or make test-npu
+    on the fake CANN), else (False, why): for the tests written for an NPU device."""
+    if importlib.util.find_spec("torch_npu") is None:  # never import torch_npu without it (needs CANN)
+        return False, "torch_npu is not installed"
+    try:
+        importlib.import_module("torch_npu")
+    except Exception as e:  # pragma: no cover - depends on the machine
+        return False, f"torch_npu cannot be imported: {e}"
+    if not torch.npu.is_available():
+        return False, "no NPU device"
+    if not torch_ext._npu.LOADED:
+        return False, f"torch_ext's NPU kernels are not loaded ({torch_ext._npu.why_not_loaded()})"
+    return True, ""
 
 
 def which():

@@ -6,32 +6,17 @@ inside the real torch_npu runtime on the fake CANN (tests/fake_cann), where none
 whole module is skipped. Nothing here has run on hardware yet.
 """
 
-import importlib
-import importlib.util
 import math
 
 import pytest
 import torch
 
+import npu_backend
 import samples
 import torch_ext
 
 
-def _npu_available():
-    if importlib.util.find_spec("torch_npu") is None:  # never import torch_npu without it (needs CANN)
-        return False, "torch_npu is not installed"
-    try:
-        importlib.import_module("torch_npu")
-    except Exception as e:  # pragma: no cover - depends on the machine
-        return False, f"torch_npu cannot be imported: {e}"
-    if not torch.npu.is_available():
-        return False, "no NPU device"
-    if not torch_ext._npu.LOADED:
-        return False, "torch_ext._C_npu is not built/loaded (reinstall torch_ext with torch_npu installed)"
-    return True, ""
-
-
-_AVAILABLE, _REASON = _npu_available()
+_AVAILABLE, _REASON = npu_backend.npu_device_available()
 pytestmark = pytest.mark.skipif(not _AVAILABLE, reason=_REASON)
 
 ops = torch.ops.npu_ext

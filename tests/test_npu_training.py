@@ -18,8 +18,6 @@ imported or torch_ext did not load its NPU kernels; under make test-npu a skip i
 import contextlib
 import copy
 import ctypes
-import importlib
-import importlib.util
 import math
 
 import pytest
@@ -27,23 +25,9 @@ import torch
 import torch.nn.functional as F
 
 
-def _npu_available():
-    if importlib.util.find_spec("torch_npu") is None:  # never import torch_npu without it (needs CANN)
-        return False, "torch_npu is not installed"
-    try:
-        importlib.import_module("torch_npu")
-    except Exception as e:  # pragma: no cover - depends on the machine
-        return False, f"torch_npu cannot be imported: {e}"
-    import torch_ext
+import npu_backend  # noqa: E402
 
-    if not torch_ext._npu.LOADED:
-        return False, f"torch_ext's NPU kernels are not loaded ({torch_ext._npu.why_not_loaded()})"
-    if not torch.npu.is_available():
-        return False, "no NPU device"
-    return True, ""
-
-
-_AVAILABLE, _REASON = _npu_available()
+_AVAILABLE, _REASON = npu_backend.npu_device_available()
 pytestmark = pytest.mark.skipif(not _AVAILABLE, reason=_REASON)
 
 import oracle  # noqa: E402
