@@ -143,8 +143,11 @@ def launch_counts(counters, dtypes=("fp16", "bf16", "fp32"), dev="npu"):
                     y = forward(**inputs)
                     fwd = counters.read()
                     grad = torch.ones_like(y)
+                    leaves = [t for t in inputs.values() if t.requires_grad]
                     counters.reset()
-                    y.backward(grad)
+                    # the gradients themselves, not their accumulation into .grad (where the copy of a grad the
+                    # caller still holds, here `grad` for x + bias, would count)
+                    torch.autograd.grad(y, leaves, grad)
                     bwd = counters.read()
                 finally:
                     os.environ.pop("NPU_EXT_NPU_FORWARD", None)

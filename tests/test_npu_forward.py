@@ -74,8 +74,19 @@ def test_backward_kernels(counts, case, dtype):
     """One backward kernel (the aclnn operator), nothing else: the causal mask is the cached one; grouped
     without group_idx: the operator, and x's gradient passes through."""
     bwd = counts[(case, dtype, "native")]["backward"]
-    expected = 2 if case == "grouped" else 1  # grouped: aclnnGroupedBiasAddGrad + the reshape's copy of grad
-    assert bwd["kernels"] <= expected and bwd["d2h"] == bwd["h2d"] == 0, bwd
+    assert bwd["kernels"] == 1 and bwd["d2h"] == bwd["h2d"] == 0, bwd
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+def test_grouped_backward_kernels(counts, dtype):
+    """grouped_bias_add's backward with group_idx: aclnnGroupedBiasAddGradV2 and its group_idx check (one D2H
+    copy), with an empty group (the kernel zero-fills it, no fill of ours). With probs, d bias and d probs: bias
+    rows spread, grad * rows, sum, grad * probs (into the same buffer), the operator; for 16-bit x the bias cast to
+    fp32 and d bias cast back (two G x H kernels); grad itself is never cast."""
+    bwd = counts[("grouped, group_idx", dtype, "native")]["backward"]
+    assert bwd["kernels"] == 1 and bwd["d2h"] == 1 and bwd["h2d"] == 0, bwd
+    bwd = counts[("grouped, group_idx, probs", dtype, "native")]["backward"]
+    assert bwd["kernels"] == (5 if dtype == "fp32" else 7) and bwd["d2h"] == 1 and bwd["h2d"] == 0, bwd
 
 
 def test_softmax_peak_memory():

@@ -15,6 +15,7 @@
 // SavedVariables, attached with set_history): no AutogradContext, no IValue map, no output wrapping, so a
 // training step costs what an ATen op's does. name() is what grad_fn.name() shows.
 #include <ATen/OpMathType.h>
+#include <ATen/TensorSubclassLikeUtils.h>
 #include <torch/library.h>
 
 #include <string>
@@ -142,10 +143,13 @@ at::Tensor sms_autograd(const at::Tensor& x, const at::Tensor& mask, double scal
 // out = x + bias[group] (+ probs * bias[group] with probs):
 //   d x     = grad
 //   d bias  = grouped_bias_add_grad(grad)                    (grad * probs, in the compute dtype, with probs)
-//   d probs = sum over the last dim of grad * bias[group]    (in the compute dtype, then probs' dtype; the
-//             bias rows spread by this op itself: a zero-stride zero + bias)
+//   d probs = sum over the last dim of grad * bias[group]    (in the compute dtype, then probs' dtype)
 // The compute dtype is fp32 for fp16/bf16 x (fp64 for fp64): the products are not rounded to 16 bits before
 // the fp32 sums, as autograd of the PyTorch expression `x + probs * bias_rows` with fp32 probs computes them.
+// A 16-bit grad is never cast: a 16-bit by fp32 multiply gives the product in fp32 (exact for two 16-bit values),
+// which aclnnMul does in one kernel without casts (its mixed-dtype path for fp16/bf16 with fp32). The kernels with
+// probs, bias and probs both wanted: bias cast (G x H) + its rows spread + grad * rows + the sum (d probs);
+// grad * probs + grouped_bias_add_grad + the cast back (G x H) (d bias). docs/performance.md counts them on the NPU.
 struct GroupedBiasAddBackward : public Node {
   SavedVariable group_idx_, bias_, probs_;
   bool has_group_idx_ = false;
@@ -157,6 +161,25 @@ struct GroupedBiasAddBackward : public Node {
     group_idx_.reset_data();
     bias_.reset_data();
     probs_.reset_data();
+  }
+  // The bias row of every row of g: (G, 1, H) against g (G, C, H) without group_idx (a view); with group_idx, the
+  // rows repeated by the group sizes on the device (one repeat_interleave; cumulative ends differenced first).
+  // In eager mode group_idx was validated by the forward op, and SavedVariable refuses it if it was modified in
+  // place since, so its values are not read back to the host here. A traced graph (fake or functional tensors,
+  // a dispatch mode: torch.compile, torchair) has no such guarantee (torchair's graphs replace an invalid
+  // group_idx in the forward op, not here), so there the rows come from the forward op itself (a zero-stride zero
+  // plus the bias), which checks or sanitizes group_idx as that mode does.
+  at::Tensor bias_rows(const at::Tensor& b, const c10::optional<at::Tensor>& group_idx, const at::Tensor& g) const {
+    if (!group_idx.has_value()) return b.unsqueeze(1);
+    if (at::isTensorSubclassLike(*group_idx) || group_idx->is_meta()) {
+      return backward_op([&] {
+        return gba_op().call(at::zeros({}, b.options()).expand_symint(g.sym_sizes()), b, group_idx, group_idx_type_,
+                             c10::nullopt);
+      });
+    }
+    at::Tensor counts = *group_idx;
+    if (group_idx_type_ == 0) counts = at::diff(counts, 1, 0, at::zeros({1}, counts.options()));
+    return at::repeat_interleave_symint(b, counts, 0, g.sym_size(0));
   }
   variable_list apply(variable_list&& grads) override {
     variable_list out(4);  // x, bias, group_idx (never differentiable), probs
@@ -173,24 +196,18 @@ struct GroupedBiasAddBackward : public Node {
     }
     const at::Tensor probs = probs_.unpack();
     const at::ScalarType acc = at::toOpMathType(g.scalar_type());
-    at::Tensor g_acc = g.to(acc);
-    // Outside create_graph, the temporaries are overwritten in place: these are 4 B per element of the whole
+    // Outside create_graph, d probs' product buffer is reused for grad * probs: 4 B per element of the whole
     // activation (fresh pages each), which cost more than the arithmetic (docs/performance.md, Megatron rows).
     const bool in_place = !at::GradMode::is_enabled();
+    at::Tensor scratch;
     if (want_probs) {
-      // bias[group of each row], spread over grad's rows by the forward op itself (a zero-stride zero + bias),
-      // times grad, summed over the last dim.
-      at::Tensor rows = backward_op([&] {
-        return gba_op().call(at::zeros({}, g_acc.options()).expand_symint(g.sym_sizes()), bias_.unpack().to(acc),
-                             group_idx, group_idx_type_, c10::nullopt);
-      });
-      rows = in_place ? rows.mul_(g_acc) : rows * g_acc;
-      out[3] = rows.sum(-1).to(probs.scalar_type()).reshape_symint(probs.sym_sizes());
+      scratch = at::mul(g, bias_rows(bias_.unpack().to(acc), group_idx, g));
+      out[3] = scratch.sum(-1).to(probs.scalar_type()).reshape_symint(probs.sym_sizes());
     }
     if (want_bias) {
       // probs as a column against grad's rows: (N, 1) or (G, C, 1).
       const at::Tensor p = probs.to(acc).reshape_symint(g.sym_sizes().slice(0, g.dim() - 1)).unsqueeze(-1);
-      const at::Tensor gp = in_place && !g_acc.is_same(g) ? g_acc.mul_(p) : g_acc * p;  // never grad itself
+      const at::Tensor gp = in_place && scratch.defined() ? at::mul_out(scratch, g, p) : at::mul(g, p);
       out[1] = backward_op([&] { return gba_grad_op().call(gp, group_idx, group_idx_type_); })
                    .to(g.scalar_type())
                    .reshape_symint(bias_shape_);

@@ -8,9 +8,8 @@
 // ends (from the validated host offsets) for V1.
 // aclnn checks none of the group_idx values (and reads out of bounds on bad ones), so a host copy of group_idx
 // is validated by the shared group_offsets() before the call. The A2/A3 and Ascend950 kernels zero-fill empty
-// groups (ops-math arch32 unequal_c.h, arch35 cut_h.h / cut_gh.h); the output is still zero-filled first when some
-// group is empty (a cheap guard while this is unconfirmed on hardware), and always when grad_y is empty (aclnn
-// returns early then and leaves `out` untouched).
+// groups (ops-math arch32 unequal_c.h, arch35 cut_h.h / cut_gh.h; ../shared/research/aclnn-audit-2.md D.6), so only
+// an empty grad_y gets a zero fill here (aclnn returns early then and leaves `out` untouched).
 #include "npu/npu_common.h"
 
 #include <vector>
@@ -49,22 +48,15 @@ const bool kRegistered_api_v2 = npu::register_api(&api_v2);  // for the status r
 struct Validated {
   GroupedBiasAddGradMeta meta;
   std::vector<int64_t> offsets;  // G + 1 row offsets (with group_idx)
-  bool has_empty_group = false;
 };
 
 Validated validate(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx, int64_t group_idx_type) {
   Validated v;
   v.meta = check_grouped_bias_add_grad(grad_y, group_idx, group_idx_type);
   check_npu_float(kOp, "grad_y", grad_y);
-  if (!group_idx.has_value()) {
-    v.has_empty_group = grad_y.size(1) == 0;
-    return v;
-  }
+  if (!group_idx.has_value()) return v;
   npu::check_not_capturing(kOp, "validating group_idx (aclnn checks none of its values)");
   v.offsets = group_offsets(kOp, "grad_y", group_idx->cpu(), group_idx_type, grad_y.size(0));
-  for (size_t j = 0; j + 1 < v.offsets.size(); ++j) {
-    if (v.offsets[j + 1] == v.offsets[j]) v.has_empty_group = true;
-  }
   return v;
 }
 
@@ -72,7 +64,7 @@ void run(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx, i
          const Validated& v, const at::Tensor& out) {
   if (out.numel() == 0) return;
   npu::OutSlot slot(out, npu::OutWrite::Strided, {grad_y});
-  if (v.has_empty_group || grad_y.numel() == 0) slot.target().zero_();
+  if (grad_y.numel() == 0) slot.target().zero_();
   if (grad_y.numel() != 0) {
     const bool counts = group_idx.has_value() && group_idx_type == 1;
     const c10::Device device = grad_y.device();

@@ -276,6 +276,14 @@ FAKE_OP(Any, (const aclTensor* self, const aclIntArray* dim, bool keepdim, aclTe
         W(out, at::any(T(self), A(dim), keepdim)))
 FAKE_OP(ReduceSum, (const aclTensor* self, const aclIntArray* dim, bool keepdim, int32_t dtype, aclTensor* out, WS),
         W(out, at::sum(T(self), A(dim), keepdim, scalar_type(dtype))))
+// the backward of repeat_interleave with a repeats tensor: each input row the sum of its repeats' rows (summed in
+// fp32 for 16-bit, rounded once; the kernel's accumulation is unaudited)
+FAKE_OP(RepeatInterleaveGrad, (const aclTensor* yGrad, const aclTensor* repeats, int64_t axis, aclTensor* out, WS), {
+  const at::Tensor g = T(yGrad), r = T(repeats).to(at::kLong);
+  const at::Tensor g32 = at::isReducedFloatingType(g.scalar_type()) ? g.to(at::kFloat) : g;
+  const at::Tensor idx = at::repeat_interleave(r);  // the input row of every row of yGrad
+  W(out, at::zeros(T(out).sizes(), g32.options()).index_add_(axis, idx, g32));
+})
 FAKE_OP(Mean, (const aclTensor* self, const aclIntArray* dim, bool keepdim, int32_t dtype, aclTensor* out, WS),
         W(out, at::mean(T(self), A(dim), keepdim, scalar_type(dtype))))
 FAKE_OP(Max, (const aclTensor* self, aclTensor* out, WS), W(out, at::max(T(self))))

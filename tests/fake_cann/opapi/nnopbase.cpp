@@ -112,7 +112,7 @@ int aclDestroyAclOpExecutor(aclOpExecutor* executor) {
 
 // --- test hooks (not aclnn API) ---------------------------------------------------------------------------------
 // fake_opapi_calls(name): calls of an entry point (either phase, by its name) and aclCreateTensor's formats as
-// "format <code> rank <n>"; fake_opapi_reset() clears them; fake_opapi_last_error() is the last rejection reason.
+// "format <code> rank <n>"; fake_opapi_reset() clears them; fake_opapi_dump() lists them all; fake_opapi_last_error() is the last rejection reason.
 int fake_opapi_calls(const char* name) {
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = g_calls.find(name);
@@ -122,6 +122,15 @@ int fake_opapi_calls(const char* name) {
 void fake_opapi_reset() {
   std::lock_guard<std::mutex> lock(g_mu);
   g_calls.clear();
+}
+
+// fake_opapi_dump(): every counter as "name=count" lines (for finding which operators a call launched).
+const char* fake_opapi_dump() {
+  static thread_local std::string text;
+  std::lock_guard<std::mutex> lock(g_mu);
+  text.clear();
+  for (const auto& kv : g_calls) text += kv.first + "=" + std::to_string(kv.second) + "\n";
+  return text.c_str();
 }
 
 const char* fake_opapi_last_error() {
