@@ -243,3 +243,42 @@ def test_benchmark_npu_mode_end_to_end(tmp_path):
     counts = json.load(open(tmp_path / "npu-quick-counts.json"))
     peak = counts["softmax_extra_peak_bytes"]
     assert peak["native"] < 2**20 < peak["composite"], peak  # native: the allocator's rounding only
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=str)
+@pytest.mark.parametrize("group_idx_type,index_dtype", [(0, torch.int32), (0, torch.int64), (1, torch.int32),
+                                                        (1, torch.int64)])
+def test_grouped_probs_backward_against_float64(dtype, group_idx_type, index_dtype):
+    """The NPU backward of grouped_bias_add with probs (bias rows spread on the device by repeat_interleave of
+    group_idx, 16-bit grad times fp32 without a cast), in eager mode outside any dispatch mode (where the
+    training tests' op log would send it down the traced graphs' path), against float64:
+    d bias[j] = sum over the rows n of group j of g[n] p[n]; d probs[n] = sum over h of g[n, h] bias[j, h]."""
+    sizes = [5, 0, 33, 1, 0, 41]
+    n, h = sum(sizes), 48
+    torch.manual_seed(7)
+    x, b = torch.randn(n, h).to(dtype), torch.randn(len(sizes), h).to(dtype)
+    p, g = torch.rand(n), torch.randn(n, h).to(dtype)
+    counts = torch.tensor(sizes)
+    group_idx = (counts if group_idx_type == 1 else counts.cumsum(0)).to(index_dtype)
+    xs, bs, ps = [t.npu().requires_grad_() for t in (x, b, p)]
+    counters = bench.FakeCannCounters.get()
+    spread = counters.opapi.fake_opapi_calls(b"aclnnRepeatInterleaveWithDim")
+    y = torch_ext.grouped_bias_add(xs, bs, group_idx.npu(), group_idx_type, probs=ps)
+    grads = torch.autograd.grad(y, [xs, bs, ps], g.npu())
+    assert [t.dtype for t in grads] == [dtype, dtype, torch.float32]
+    dx, db, dp = (t.cpu().double() for t in grads)
+    assert counters.opapi.fake_opapi_calls(b"aclnnRepeatInterleaveWithDim") == spread + 2  # forward, backward
+    assert torch.equal(dx, g.double())
+    rows = torch.repeat_interleave(torch.arange(len(sizes)), counts)
+    g64, b64, p64 = g.double(), b.double(), p.double()
+    terms_b = g64 * p64[:, None]
+    ref_b = torch.zeros(len(sizes), h, dtype=torch.float64).index_add_(0, rows, terms_b)
+    mag_b = torch.zeros_like(ref_b).index_add_(0, rows, terms_b.abs())
+    terms_p = g64 * b64[rows]
+    ref_p, mag_p = terms_p.sum(-1), terms_p.abs().sum(-1)
+    assert dp.shape == p.shape
+    # d bias: fp32 sums rounded once to the dtype; d probs: fp32 sums of exact products
+    eps = torch.finfo(dtype).eps
+    assert ((db - ref_b).abs() <= eps * ref_b.abs() + 64 * 2.0**-24 * mag_b).all()
+    assert ((dp - ref_p).abs() <= 64 * 2.0**-24 * mag_p).all()
+    assert not db[1].any() and not db[4].any()  # the empty groups: zero rows (the kernel's fill)

@@ -146,10 +146,15 @@ at::Tensor sms_autograd(const at::Tensor& x, const at::Tensor& mask, double scal
 //   d probs = sum over the last dim of grad * bias[group]    (in the compute dtype, then probs' dtype)
 // The compute dtype is fp32 for fp16/bf16 x (fp64 for fp64): the products are not rounded to 16 bits before
 // the fp32 sums, as autograd of the PyTorch expression `x + probs * bias_rows` with fp32 probs computes them.
-// A 16-bit grad is never cast: a 16-bit by fp32 multiply gives the product in fp32 (exact for two 16-bit values),
-// which aclnnMul does in one kernel without casts (its mixed-dtype path for fp16/bf16 with fp32). The kernels with
-// probs, bias and probs both wanted: bias cast (G x H) + its rows spread + grad * rows + the sum (d probs);
-// grad * probs + grouped_bias_add_grad + the cast back (G x H) (d bias). docs/performance.md counts them on the NPU.
+// Two ways to the same values, by device:
+//   * the CPU: grad cast once to the compute dtype, the bias rows spread by the forward op (its vectorized
+//     kernel, a zero-stride zero plus the bias), products in place. A CPU multiply of mixed dtypes would cast
+//     grad again for each product (TensorIterator materializes the cast on the CPU).
+//   * other devices (the NPU): a 16-bit grad is never cast: a 16-bit by fp32 multiply gives the product in fp32
+//     (exact for two 16-bit values), which aclnnMul does in one kernel without casts (its mixed-dtype path); the
+//     rows are one repeat_interleave of the fp32 bias on the device. On the NPU with both gradients wanted: the bias
+//     cast (G x H), its rows spread, grad * rows, the sum (d probs); grad * probs into the same buffer,
+//     grouped_bias_add_grad, the cast back (G x H) (d bias). docs/performance.md counts them.
 struct GroupedBiasAddBackward : public Node {
   SavedVariable group_idx_, bias_, probs_;
   bool has_group_idx_ = false;
@@ -162,16 +167,16 @@ struct GroupedBiasAddBackward : public Node {
     bias_.reset_data();
     probs_.reset_data();
   }
-  // The bias row of every row of g: (G, 1, H) against g (G, C, H) without group_idx (a view); with group_idx, the
-  // rows repeated by the group sizes on the device (one repeat_interleave; cumulative ends differenced first).
-  // In eager mode group_idx was validated by the forward op, and SavedVariable refuses it if it was modified in
-  // place since, so its values are not read back to the host here. A traced graph (fake or functional tensors,
-  // a dispatch mode: torch.compile, torchair) has no such guarantee (torchair's graphs replace an invalid
-  // group_idx in the forward op, not here), so there the rows come from the forward op itself (a zero-stride zero
-  // plus the bias), which checks or sanitizes group_idx as that mode does.
+  // The bias row of every row of g, in b's dtype: (G, 1, H) against g (G, C, H) without group_idx (a view);
+  // with group_idx a new tensor. On a device other than the CPU, in eager mode: b repeated by the group sizes (one
+  // repeat_interleave; cumulative ends differenced first), without reading group_idx back to the host: the forward
+  // op validated it, and SavedVariable refuses it if it was modified in place since. On the CPU, and in a traced
+  // graph (fake or functional tensors, a dispatch mode: torch.compile, torchair), which has no such guarantee
+  // (torchair's graphs replace an invalid group_idx in the forward op, not here): the forward op itself (a
+  // zero-stride zero plus the bias), which checks or sanitizes group_idx as that mode does.
   at::Tensor bias_rows(const at::Tensor& b, const c10::optional<at::Tensor>& group_idx, const at::Tensor& g) const {
     if (!group_idx.has_value()) return b.unsqueeze(1);
-    if (at::isTensorSubclassLike(*group_idx) || group_idx->is_meta()) {
+    if (g.is_cpu() || at::isTensorSubclassLike(*group_idx) || group_idx->is_meta()) {
       return backward_op([&] {
         return gba_op().call(at::zeros({}, b.options()).expand_symint(g.sym_sizes()), b, group_idx, group_idx_type_,
                              c10::nullopt);
@@ -196,18 +201,28 @@ struct GroupedBiasAddBackward : public Node {
     }
     const at::Tensor probs = probs_.unpack();
     const at::ScalarType acc = at::toOpMathType(g.scalar_type());
-    // Outside create_graph, d probs' product buffer is reused for grad * probs: 4 B per element of the whole
-    // activation (fresh pages each), which cost more than the arithmetic (docs/performance.md, Megatron rows).
+    const at::Tensor g_acc = g.is_cpu() ? g.to(acc) : g;  // the grad multiplied (see above)
+    // Outside create_graph, products are written into buffers of this backward (the spread rows, then the same
+    // buffer or the cast grad for grad * probs): 4 B per element of the whole activation (fresh pages each), which
+    // cost more than the arithmetic (docs/performance.md, Megatron rows). grad itself is never written.
     const bool in_place = !at::GradMode::is_enabled();
-    at::Tensor scratch;
+    at::Tensor scratch;  // an fp32 buffer of grad's shape that this backward owns, once d probs is done
     if (want_probs) {
-      scratch = at::mul(g, bias_rows(bias_.unpack().to(acc), group_idx, g));
+      at::Tensor rows = bias_rows(bias_.unpack().to(acc), group_idx, g);
+      scratch = in_place && group_idx.has_value() ? at::mul_out(rows, g_acc, rows) : at::mul(g_acc, rows);
       out[3] = scratch.sum(-1).to(probs.scalar_type()).reshape_symint(probs.sym_sizes());
     }
     if (want_bias) {
       // probs as a column against grad's rows: (N, 1) or (G, C, 1).
       const at::Tensor p = probs.to(acc).reshape_symint(g.sym_sizes().slice(0, g.dim() - 1)).unsqueeze(-1);
-      const at::Tensor gp = in_place && scratch.defined() ? at::mul_out(scratch, g, p) : at::mul(g, p);
+      at::Tensor gp;
+      if (!in_place) {
+        gp = at::mul(g_acc, p);
+      } else if (scratch.defined()) {
+        gp = at::mul_out(scratch, g_acc, p);
+      } else {
+        gp = g_acc.is_same(g) ? at::mul(g_acc, p) : g_acc.mul_(p);
+      }
       out[1] = backward_op([&] { return gba_grad_op().call(gp, group_idx, group_idx_type_); })
                    .to(g.scalar_type())
                    .reshape_symint(bias_shape_);
