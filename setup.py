@@ -74,7 +74,7 @@ TARGET_X86 = _target_is_x86()
 ISA_VARIANTS = X86_VARIANTS if TARGET_X86 else PORTABLE_VARIANTS
 ARCH_DEFINES = ["-DNPU_EXT_X86_VARIANTS"] if TARGET_X86 else []
 
-CXX_FLAGS = ["-O3", "-std=c++17", "-fopenmp", "-Wall", "-Wno-unused-function"] + ARCH_DEFINES
+CXX_FLAGS = ["-O3", "-std=c++20", "-fopenmp", "-Wall", "-Wno-unused-function"] + ARCH_DEFINES
 LINK_FLAGS = ["-fopenmp"]
 # NPU_EXT_SANITIZE=1: AddressSanitizer + UndefinedBehaviorSanitizer build (make test-asan builds it into
 # build/asan, apart from the normal build).
@@ -161,7 +161,7 @@ def _npu_extension():
                       os.path.join(include, "third_party", "hccl", "inc")],
         depends=HEADERS,
         define_macros=[("CURRENT_VERSION", f"V{major}R{minor}")],
-        extra_compile_args={"cxx": ["-O2", "-std=c++17", "-Wall", "-Wno-unused-function"]},
+        extra_compile_args={"cxx": ["-O2", "-std=c++20", "-Wall", "-Wno-unused-function"]},
         library_dirs=[os.path.join(npu_dir, "lib")],
         libraries=["torch_npu"],
         runtime_library_dirs=[os.path.join(npu_dir, "lib")],

@@ -84,7 +84,7 @@ print("-D_GLIBCXX_USE_CXX11_ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI))
 PYEOF
 )
 
-FLAGS=(-std=c++17 -fPIC -Wall -Wno-unused-function -Werror=return-type
+FLAGS=(-std=c++20 -fPIC -Wall -Wno-unused-function -Werror=return-type
        "-DCURRENT_VERSION=$CURRENT_VERSION" -DTORCH_EXTENSION_NAME=_C_npu
        "-I$ROOT/csrc"
        "-I$NPU_INC" "-I$NPU_INC/third_party/op-plugin" "-I$NPU_INC/third_party/acl/inc"

@@ -33,7 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 OPAPI_SOURCES = ["nnopbase.cpp", "backward.cpp", "forward.cpp", "aten.cpp"]
 THIN_RUNTIME = ["libhccl.so", "libacl_op_compiler.so", "libge_runner.so", "libgraph.so", "libacl_tdt_channel.so",
                 "libmsprofiler.so", "libruntime.so"]
-CXXFLAGS = ["-std=c++17", "-O1", "-fPIC", "-Wall", "-Wno-unused-parameter", "-D_GLIBCXX_USE_CXX11_ABI=1"]
+CXXFLAGS = ["-std=c++20", "-O1", "-fPIC", "-Wall", "-Wno-unused-parameter", "-D_GLIBCXX_USE_CXX11_ABI=1"]
 
 
 def _run(cmd):

@@ -39,7 +39,7 @@ def build_runtime():
     lib = os.path.join(BUILD, f"libaclnn_standin-{digest}.so")
     if not os.path.exists(lib):
         tmp = lib + f".tmp{os.getpid()}"
-        cmd = [os.environ.get("CXX", "g++"), "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror",
+        cmd = [os.environ.get("CXX", "g++"), "-std=c++20", "-O2", "-shared", "-fPIC", "-Wall", "-Werror",
                "-Wno-unused-parameter", "-o", tmp] + OPAPI_SOURCES
         subprocess.run(cmd, check=True)
         os.replace(tmp, lib)
@@ -59,7 +59,7 @@ def build_npu_sources():
         name="torch_ext_npu_standin",
         sources=sources,
         extra_include_paths=[os.path.join(STUB, "include"), os.path.join(ROOT, "csrc")],
-        extra_cflags=["-O1", "-std=c++17", "-Wall", "-Wno-unused-function", "-Werror=return-type"],
+        extra_cflags=["-O1", "-std=c++20", "-Wall", "-Wno-unused-function", "-Werror=return-type"],
         extra_ldflags=["-ldl"],
         build_directory=build_dir,
         is_python_module=False,

@@ -87,7 +87,7 @@ void gelu_backward_kernel(at::TensorIteratorBase& iter, GeluApproximate approxim
         return gelu_tanh_grad<opmath_t>(g, x);
       });
     } else if constexpr (std::is_same_v<opmath_t, float>) {
-      constexpr bool kBf16 = std::is_same_v<scalar_t, c10::BFloat16>;
+      [[maybe_unused]] constexpr bool kBf16 = std::is_same_v<scalar_t, c10::BFloat16>;
       binary_vec_kernel<scalar_t>(
           iter, lane_op([](const auto& g, const auto& x) { return gelu_erf_grad_f32<kBf16>(g, x); }));
     } else {
