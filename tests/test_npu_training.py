@@ -518,11 +518,7 @@ def test_convert_and_optimizer_step(optimizer):
 
 # ----------------------------------------------------------------------------------------------------------
 # torch_ext.megatron.patch() on npu tensors against Megatron's own torch path (unpatched) on the CPU.
-@pytest.fixture
-def patched():
-    tm.patch()
-    yield
-    tm.unpatch()
+patched = tmeg.patched  # the fixture: patch() for the test, unpatch() after
 
 
 @pytest.fixture(autouse=True)

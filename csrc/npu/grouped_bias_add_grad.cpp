@@ -64,8 +64,9 @@ void run(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx, i
          const Validated& v, const at::Tensor& out) {
   if (out.numel() == 0) return;
   npu::OutSlot slot(out, npu::OutWrite::Strided, {grad_y});
-  if (grad_y.numel() == 0) slot.target().zero_();
-  if (grad_y.numel() != 0) {
+  if (grad_y.numel() == 0) {
+    slot.target().zero_();  // a sum over no rows; aclnn would leave out untouched
+  } else {
     const bool counts = group_idx.has_value() && group_idx_type == 1;
     const c10::Device device = grad_y.device();
     const bool use_v2 = counts && (api_v2().available(device) || !api_v1().available(device));
