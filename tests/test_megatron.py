@@ -1,7 +1,12 @@
-"""torch_ext.megatron against the real megatron-core (0.16.1, CPU): the patched fused softmax, bias-GELU and MoE
-expert bias against Megatron's own paths (values and gradients), the npu_ext ops seen to run, patch()/unpatch()
-restoring every original object (also around MindSpeed-style patches), and a small GPTModel trained with and
-without the patch.
+"""torch_ext.megatron against the real megatron-core (CPU; make's .venv has 0.16.1, `make test-megatron MCORE=...`
+runs this file on another release): the patched fused softmax, bias-GELU and MoE expert bias against Megatron's
+own paths (values and gradients), the npu_ext ops seen to run, patch()/unpatch() restoring every original object,
+status() per target (also in both orders with tests/mindspeed_double.py, MindSpeed's replacements by name), the
+import errors, and a small GPTModel trained with and without the patch.
+
+RELEASES is the table of what each megatron-core release has (read from its sources): test_release_table checks
+the installed release against it, the other tests skip only what it marks absent, and status() must say exactly
+what it says.
 
 Megatron's originals are called under torch.compiler.set_stance("force_eager"): its jit_fuser is torch.compile,
 and compiling them (minutes under the aarch64 emulation) would test inductor, not Megatron's formulas. The two
@@ -9,12 +14,17 @@ CUDA-only helpers GPTModel needs on the CPU are shimmed by examples/megatron_gpt
 never the package (on an NPU, MindSpeed and torch_npu provide them).
 """
 
+import functools
+import importlib.metadata
 import importlib.util
+import inspect
 import os
 import subprocess
 import sys
+import textwrap
 import warnings
 
+import expecttest
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -24,6 +34,7 @@ from oracle import assert_accurate
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # "Transformer Engine and Apex are not installed" and friends
+    from megatron.core import package_info
     from megatron.core.fusions import fused_bias_gelu, fused_softmax
     from megatron.core.transformer import mlp as megatron_mlp
     from megatron.core.transformer.enums import AttnMaskType
@@ -31,15 +42,51 @@ with warnings.catch_warnings():
     from megatron.core.transformer.moe import shared_experts
     from megatron.core.transformer.utils import attention_mask_func
 
+    import mindspeed_double
+
 f64 = torch.float64
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FusedScaleMaskSoftmax = fused_softmax.FusedScaleMaskSoftmax
+
+# ----------------------------------------------------------------------------------------------------------
+# What each megatron-core release has, read from its sources (megatron/core/fusions/fused_softmax.py,
+# megatron/core/transformer/moe/experts.py), by major.minor: the targets of torch_ext.megatron it defines, whether
+# FusedScaleMaskSoftmax takes window_size (constructor) and softmax_offset (forward), and whether
+# moe.experts.GroupedMLP (what MindSpeed's gmm replaces) exists.
+IS_KERNEL_AVAILABLE = "megatron.core.fusions.fused_softmax.FusedScaleMaskSoftmax.is_kernel_available"
+FORWARD_FUSED_SOFTMAX = "megatron.core.fusions.fused_softmax.FusedScaleMaskSoftmax.forward_fused_softmax"
+BIAS_GELU_IMPL = "megatron.core.fusions.fused_bias_gelu.bias_gelu_impl"
+APPLY_BIAS = "megatron.core.transformer.moe.experts.TEGroupedMLP._apply_bias"
+SOFTMAX_TARGETS = (IS_KERNEL_AVAILABLE, FORWARD_FUSED_SOFTMAX)
+ALL = (IS_KERNEL_AVAILABLE, FORWARD_FUSED_SOFTMAX, BIAS_GELU_IMPL, APPLY_BIAS)
+_0_12 = dict(targets=ALL[:3], window_size=False, softmax_offset=False, GroupedMLP=True)  # TEGroupedMLP: no bias
+_0_15 = dict(targets=ALL, window_size=True, softmax_offset=True, GroupedMLP=True)  # + TEGroupedMLP._apply_bias
+_0_17 = dict(_0_15, GroupedMLP=False)  # GroupedMLP removed (TEGroupedMLP stays)
+RELEASES = {(0, 12): _0_12, (0, 13): _0_12, (0, 14): _0_12, (0, 15): _0_15, (0, 16): _0_15, (0, 17): _0_17,
+            (0, 18): _0_17, (0, 19): _0_17}
+MCORE = package_info.__version__
+MCORE_KEY = tuple(int(v) for v in MCORE.split(".")[:2])
+# An untested release: test_release_table fails; the rest runs against the newest row.
+RELEASE = RELEASES.get(MCORE_KEY, RELEASES[max(RELEASES)])
+TARGETS = [t for t in ALL if t in RELEASE["targets"]]
+
+
+def absent(target):
+    return pytest.mark.skipif(target not in RELEASE["targets"],
+                              reason=f"megatron-core {MCORE} has no {target.rsplit('.', 2)[-2]}.{target.rsplit('.', 1)[-1]}")
+
+
+def feature(name):
+    return pytest.mark.skipif(not RELEASE[name], reason=f"megatron-core {MCORE} has no FusedScaleMaskSoftmax {name}")
+
+
 ORIGINALS = {  # the raw attributes before any patch
     "is_kernel_available": vars(FusedScaleMaskSoftmax)["is_kernel_available"],
     "forward_fused_softmax": vars(FusedScaleMaskSoftmax)["forward_fused_softmax"],
     "bias_gelu_impl": fused_bias_gelu.bias_gelu_impl,
-    "_apply_bias": vars(megatron_experts.TEGroupedMLP)["_apply_bias"],
+    "_apply_bias": vars(megatron_experts.TEGroupedMLP).get("_apply_bias"),  # None before 0.15
 }
+GROUPED_MLP = getattr(megatron_experts, "GroupedMLP", None)
 
 
 def original_state():
@@ -49,7 +96,7 @@ def original_state():
         "bias_gelu_impl": fused_bias_gelu.bias_gelu_impl,
         "mlp.bias_gelu_impl": megatron_mlp.bias_gelu_impl,
         "shared_experts.bias_gelu_impl": shared_experts.bias_gelu_impl,
-        "_apply_bias": vars(megatron_experts.TEGroupedMLP)["_apply_bias"],
+        "_apply_bias": vars(megatron_experts.TEGroupedMLP).get("_apply_bias"),
     }
 
 
@@ -66,6 +113,7 @@ def _always_unpatched():
     tm.unpatch()
     assert original_state() == dict(ORIGINALS, **{"mlp.bias_gelu_impl": ORIGINALS["bias_gelu_impl"],
                                                   "shared_experts.bias_gelu_impl": ORIGINALS["bias_gelu_impl"]})
+    assert getattr(megatron_experts, "GroupedMLP", None) is GROUPED_MLP
 
 
 class OpLog(TorchDispatchMode):
@@ -100,8 +148,9 @@ TOL = {torch.float16: dict(rtol=2e-3, atol=2e-3), torch.bfloat16: dict(rtol=1.6e
 # ----------------------------------------------------------------------------------------------------------
 # FusedScaleMaskSoftmax
 def softmax_module(dtype, mask_type, fusion, softmax_in_fp32, scale, window_size=None):
+    extra = {} if window_size is None else {"window_size": window_size}  # megatron-core >= 0.13
     return FusedScaleMaskSoftmax(dtype == torch.float16, dtype == torch.bfloat16, mask_type, fusion,
-                                 attention_mask_func, softmax_in_fp32, scale, window_size)
+                                 attention_mask_func, softmax_in_fp32, scale, **extra)
 
 
 B, NP, SQ, SK = 2, 3, 12, 12
@@ -177,7 +226,8 @@ def test_fused_softmax_accuracy(patched, dtype):
     assert_accurate(y, ref, dtype, "patched FusedScaleMaskSoftmax")
 
 
-@pytest.mark.parametrize("case", ["fp32_input", "fp32_flags", "window_size", "softmax_offset", "long_keys",
+@pytest.mark.parametrize("case", ["fp32_input", "fp32_flags", pytest.param("window_size", marks=feature("window_size")),
+                                  pytest.param("softmax_offset", marks=feature("softmax_offset")), "long_keys",
                                   "causal_sq_ne_sk", "fusion_off"])
 def test_other_cases_stay_on_megatron_torch_path(patched, case):
     dtype, mask_type, b, np_, sq, sk = torch.bfloat16, AttnMaskType.padding, 1, 2, 4, 8
@@ -271,6 +321,7 @@ def test_bias_gelu_backward_is_tanh_gelu_backward_v2(patched):
 
 # ----------------------------------------------------------------------------------------------------------
 # TEGroupedMLP._apply_bias
+@absent(APPLY_BIAS)
 @pytest.mark.parametrize("bias_kind", ["list", "tensor"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_expert_bias_matches_megatron(patched, dtype, bias_kind):
@@ -307,6 +358,7 @@ def test_expert_bias_matches_megatron(patched, dtype, bias_kind):
     torch.testing.assert_close(dp, dp0, **TOL[dtype])
 
 
+@absent(APPLY_BIAS)
 def test_expert_bias_none_and_3d_hidden(patched):
     x = torch.randn(2, 3, 8)
     assert megatron_experts.TEGroupedMLP._apply_bias(x, None, [6], torch.rand(6, 1)) is x
@@ -323,14 +375,14 @@ def test_expert_bias_none_and_3d_hidden(patched):
 def test_patch_unpatch_restore_everything():
     assert tm.patched() == []
     first = tm.patch()
-    assert first == [f"{m}.{p}" for m, p, _, _ in tm.TARGETS]
+    assert first == TARGETS
     assert tm.patch() == first  # idempotent
     assert fused_bias_gelu.bias_gelu_impl is megatron_mlp.bias_gelu_impl is tm.bias_gelu_impl
     assert vars(FusedScaleMaskSoftmax)["is_kernel_available"] is tm.is_kernel_available
     tm.unpatch()
     tm.unpatch()  # idempotent
     assert tm.patched() == []
-    assert vars(megatron_experts.TEGroupedMLP)["_apply_bias"] is ORIGINALS["_apply_bias"]  # the staticmethod
+    assert vars(megatron_experts.TEGroupedMLP).get("_apply_bias") is ORIGINALS["_apply_bias"]  # the staticmethod
     # (the autouse fixture checks every original object after each test)
 
 
@@ -349,52 +401,222 @@ def test_unpatch_reaches_modules_imported_after_patch():
         del sys.modules["late_user_module"]
 
 
-def mindspeed_style_patch(owner, name, new):
-    """What MindSpeed's patch manager does (mindspeed/patch_utils.py, Patch.apply_patch): setattr on the
-    owner, then every module attribute of that name holding the current object gets the new one."""
-    current = getattr(owner, name)
-    setattr(owner, name, new)
-    for mod in list(sys.modules.values()):
-        if hasattr(mod, name) and getattr(mod, name) is current:
-            setattr(mod, name, new)
-    return current
-
-
-def _mindspeed_forward_fused_softmax(self, input, mask):  # stands for MindSpeed's (npu_scaled_masked_softmax)
-    raise AssertionError("MindSpeed's fused softmax")
-
-
-def _mindspeed_is_kernel_available(self, mask, b, np, sq, sk):
-    return True
-
-
-@pytest.mark.parametrize("order", ["mindspeed_first", "ours_first"])
-def test_with_mindspeed_patches(order):
-    def apply_mindspeed():
-        mindspeed_style_patch(FusedScaleMaskSoftmax, "is_kernel_available", _mindspeed_is_kernel_available)
-        mindspeed_style_patch(FusedScaleMaskSoftmax, "forward_fused_softmax", _mindspeed_forward_fused_softmax)
-
+# ----------------------------------------------------------------------------------------------------------
+# The release table and status()
+def test_release_table():
+    """The installed megatron-core has a row in RELEASES, and the row says what the release has."""
+    assert MCORE_KEY in RELEASES, (f"megatron-core {MCORE} has no row in RELEASES: read its fused_softmax.py and "
+                                   "moe/experts.py, add one, and list the release in docs/megatron.md")
     try:
-        if order == "mindspeed_first":  # the documented order: ours win, unpatch() gives MindSpeed's back
-            apply_mindspeed()
-            tm.patch()
-            assert len(tm.patched()) == len(tm.TARGETS)
-            module = softmax_module(torch.bfloat16, AttnMaskType.padding, True, True, None)
-            assert module(torch.randn(1, 2, 4, 8, dtype=torch.bfloat16), None).shape == (1, 2, 4, 8)
-            tm.unpatch()
-            assert vars(FusedScaleMaskSoftmax)["forward_fused_softmax"] is _mindspeed_forward_fused_softmax
-            assert vars(FusedScaleMaskSoftmax)["is_kernel_available"] is _mindspeed_is_kernel_available
-        else:  # MindSpeed's replace ours; unpatch() leaves them alone and restores the rest
-            tm.patch()
-            apply_mindspeed()
-            assert "megatron.core.fusions.fused_softmax.FusedScaleMaskSoftmax.forward_fused_softmax" not in tm.patched()
-            assert "megatron.core.fusions.fused_bias_gelu.bias_gelu_impl" in tm.patched()
-            tm.unpatch()
-            assert vars(FusedScaleMaskSoftmax)["forward_fused_softmax"] is _mindspeed_forward_fused_softmax
-            assert fused_bias_gelu.bias_gelu_impl is ORIGINALS["bias_gelu_impl"]
+        assert importlib.metadata.version("megatron-core") == MCORE  # the package metadata is this megatron
+    except importlib.metadata.PackageNotFoundError:
+        pass  # a source checkout (Megatron-LM on PYTHONPATH)
+    has = {
+        IS_KERNEL_AVAILABLE: "is_kernel_available" in vars(FusedScaleMaskSoftmax),
+        FORWARD_FUSED_SOFTMAX: "forward_fused_softmax" in vars(FusedScaleMaskSoftmax),
+        BIAS_GELU_IMPL: callable(getattr(fused_bias_gelu, "bias_gelu_impl", None)),
+        APPLY_BIAS: "_apply_bias" in vars(megatron_experts.TEGroupedMLP),
+    }
+    assert [t for t in ALL if has[t]] == TARGETS
+    assert ("window_size" in inspect.signature(FusedScaleMaskSoftmax.__init__).parameters) == RELEASE["window_size"]
+    assert ("softmax_offset" in inspect.signature(FusedScaleMaskSoftmax.forward).parameters) == \
+        RELEASE["softmax_offset"]
+    assert hasattr(megatron_experts, "GroupedMLP") == RELEASE["GroupedMLP"]
+
+
+def expected_status(*states):
+    """status() as RELEASES says it must be: each of `states` maps targets to their state when present (a later
+    one wins; default: Megatron's own); the targets the release lacks are ABSENT."""
+    merged = {t: tm.MEGATRON for t in ALL}
+    for s in states:
+        merged.update(s)
+    return {t: (merged[t] if t in RELEASE["targets"] else tm.ABSENT) for t in ALL}
+
+
+OURS = {t: tm.OURS for t in ALL}
+SOFTMAX_REPLACED = {t: tm.REPLACED for t in SOFTMAX_TARGETS}
+
+
+def test_status_follows_patch_and_unpatch():
+    assert list(tm.status()) == [f"{m}.{p}" for m, p, _, _ in tm.TARGETS] == list(ALL)
+    assert tm.status() == expected_status()
+    tm.patch()
+    assert tm.status() == expected_status(OURS)
+    tm.unpatch()
+    assert tm.status() == expected_status()
+
+
+def test_status_tells_a_wrapper_from_megatrons_own():
+    """A replacement that looks like Megatron's (functools.wraps copies __module__, __name__, __qualname__ and
+    __doc__) is another patch; so is a wrapper around ours."""
+    @functools.wraps(ORIGINALS["is_kernel_available"])
+    def wrapper(*args, **kwargs):
+        return ORIGINALS["is_kernel_available"](*args, **kwargs)
+
+    assert wrapper.__module__ == "megatron.core.fusions.fused_softmax"
+    try:
+        FusedScaleMaskSoftmax.is_kernel_available = wrapper
+        assert tm.status() == expected_status({IS_KERNEL_AVAILABLE: tm.REPLACED})
+        tm.patch()
+        FusedScaleMaskSoftmax.is_kernel_available = functools.wraps(tm.is_kernel_available)(
+            lambda *a: tm.is_kernel_available(*a))
+        assert tm.status() == expected_status(OURS, {IS_KERNEL_AVAILABLE: tm.REPLACED})
+        assert IS_KERNEL_AVAILABLE not in tm.patched()
     finally:
+        tm.unpatch()
+        FusedScaleMaskSoftmax.is_kernel_available = ORIGINALS["is_kernel_available"]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# With MindSpeed: tests/mindspeed_double.py makes MindSpeed's replacements by name (fused softmax methods and
+# classes, GroupedMLP; bias_gelu_impl and TEGroupedMLP._apply_bias left alone).
+MS_SHAPE = (1, 2, 48, 48)  # passes MindSpeed's gate too (32 < sk <= 4096, sq and sk multiples of 16)
+
+
+def run_fused_softmax():
+    """A fused bf16 causal softmax module's forward and backward: which softmax ran (the double's calls and the
+    npu_ext ops), and the result."""
+    mindspeed_double.CALLS.clear()
+    module = softmax_module(torch.bfloat16, AttnMaskType.causal, True, True, None)
+    x = torch.randn(*MS_SHAPE).to(torch.bfloat16).requires_grad_()
+    log = OpLog()
+    with log:
+        y = module(x.clone(), None)
+        y.backward(torch.ones_like(y))
+    return dict(mindspeed_double.CALLS), log.npu_ext(), y
+
+
+def check_mindspeed_objects():
+    """The double's objects MindSpeed keeps whatever the order: its softmax classes and its GroupedMLP."""
+    assert fused_softmax.ScaledMaskedSoftmax is mindspeed_double.ScaledMaskedSoftmax
+    assert fused_softmax.ScaledUpperTriangMaskedSoftmax is mindspeed_double.ScaledUpperTriangMaskedSoftmax
+    if RELEASE["GroupedMLP"]:
+        assert megatron_experts.GroupedMLP.__module__ == "mindspeed_double"
+        assert megatron_experts.GroupedMLP.__bases__ == (GROUPED_MLP,)
+
+
+def test_mindspeed_then_ours():
+    """The documented order (import mindspeed.megatron_adaptor, then patch()): ours in place for every target
+    this release has, MindSpeed's other replacements kept; unpatch() gives MindSpeed's back."""
+    try:
+        replaced = mindspeed_double.apply()
+        assert set(SOFTMAX_TARGETS) <= set(replaced) and BIAS_GELU_IMPL not in replaced
+        assert tm.status() == expected_status(SOFTMAX_REPLACED)
+        calls, ops, _ = run_fused_softmax()
+        assert calls["forward_fused_softmax"] == 1 and not ops  # MindSpeed's softmax runs
+
+        assert tm.patch() == TARGETS
+        assert tm.status() == expected_status(OURS)
+        assert tm.patched() == TARGETS
+        calls, ops, y = run_fused_softmax()
+        assert "forward_fused_softmax" not in calls and "is_kernel_available" not in calls
+        assert ops == {"npu_ext.scaled_masked_softmax.default", "npu_ext.scaled_masked_softmax_backward.default"}
+        # MindSpeed's modules hold bias_gelu_impl by name: ours now
+        assert mindspeed_double.bias_gelu_impl is tm.bias_gelu_impl
+        check_mindspeed_objects()
+
+        tm.unpatch()
+        assert tm.status() == expected_status(SOFTMAX_REPLACED)
+        assert vars(FusedScaleMaskSoftmax)["forward_fused_softmax"] is mindspeed_double.forward_fused_softmax
+        assert mindspeed_double.bias_gelu_impl is ORIGINALS["bias_gelu_impl"]
+        check_mindspeed_objects()
+    finally:
+        tm.unpatch()
+        mindspeed_double.remove()
+
+
+def test_ours_then_mindspeed():
+    """patch() before MindSpeed's adaptor: MindSpeed's softmax replaces ours (README), status() says so; the
+    bias-GELU and the expert bias stay ours; unpatch() leaves MindSpeed's objects and restores the rest."""
+    try:
+        tm.patch()
+        mindspeed_double.apply()
+        assert tm.status() == expected_status(OURS, SOFTMAX_REPLACED)
+        assert tm.patched() == [t for t in TARGETS if t not in SOFTMAX_TARGETS]
+        calls, ops, _ = run_fused_softmax()
+        assert calls["forward_fused_softmax"] == 1 and not ops  # MindSpeed's softmax wins
+        check_mindspeed_objects()
+
+        tm.unpatch()
+        assert tm.status() == expected_status(SOFTMAX_REPLACED)
+        assert vars(FusedScaleMaskSoftmax)["forward_fused_softmax"] is mindspeed_double.forward_fused_softmax
+        assert fused_bias_gelu.bias_gelu_impl is mindspeed_double.bias_gelu_impl is ORIGINALS["bias_gelu_impl"]
+    finally:
+        tm.unpatch()
+        mindspeed_double.remove()  # puts back what it found: ours, which unpatch() no longer knows of
         FusedScaleMaskSoftmax.is_kernel_available = ORIGINALS["is_kernel_available"]
         FusedScaleMaskSoftmax.forward_fused_softmax = ORIGINALS["forward_fused_softmax"]
+
+
+def test_mindspeed_double_softmax_is_megatrons_formula():
+    """The double's softmax computes what Megatron's torch path does, so that a model trains through it."""
+    x = torch.randn(*MS_SHAPE).to(torch.bfloat16)
+    module = softmax_module(torch.bfloat16, AttnMaskType.causal, True, True, None)
+    try:
+        mindspeed_double.apply()
+        mindspeed_double.CALLS.clear()
+        theirs = module(x.clone(), None)
+        assert mindspeed_double.CALLS["forward_fused_softmax"] == 1
+    finally:
+        mindspeed_double.remove()
+    causal = torch.ones(MS_SHAPE[-2:], dtype=torch.bool).triu(1)
+    reference = softmax_module(torch.bfloat16, AttnMaskType.causal, False, True, None)(x.clone(), causal)
+    torch.testing.assert_close(theirs, reference, rtol=0, atol=0)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Import errors
+def run_patch(tmp_path, before):
+    """patch() and status() in a fresh interpreter after the lines `before`; prints their ImportError messages."""
+    code = textwrap.dedent(f"""
+        import sys
+        import torch_ext.megatron as tm
+        {before}
+        for fn in (tm.patch, tm.status):
+            try:
+                fn()
+                print("no error")
+            except ImportError as e:
+                print(e)
+        """)
+    torch_ext_dir = os.path.dirname(os.path.dirname(os.path.abspath(tm.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), torch_ext_dir]))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    first, second = out.stdout.strip().splitlines()
+    assert first == second  # patch() and status() say the same
+    return first
+
+
+class TestImportErrors(expecttest.TestCase):
+    def test_installed_but_fails_to_import(self):
+        """An installed megatron-core whose import fails (as 0.8.0 does with setuptools >= 81, no pkg_resources):
+        the version installed and the import error's text."""
+        tmp = self._tmp()
+        core = os.path.join(tmp, "megatron", "core")  # ahead of the real one on sys.path
+        os.makedirs(core)
+        with open(os.path.join(core, "__init__.py"), "w") as f:
+            f.write("import torch_ext_test_missing_dependency\n")
+        meta = os.path.join(tmp, "megatron_core-0.8.0.dist-info")
+        os.makedirs(meta)
+        with open(os.path.join(meta, "METADATA"), "w") as f:
+            f.write("Metadata-Version: 2.1\nName: megatron-core\nVersion: 0.8.0\n")
+        self.assertExpectedInline(run_patch(tmp, ""), """\
+torch_ext.megatron: megatron-core 0.8.0 is installed, but importing it fails with ModuleNotFoundError: No module named 'torch_ext_test_missing_dependency' (torch_ext.megatron is tested with megatron-core 0.12.1 to 0.19.2)""")
+
+    def test_not_installed(self):
+        """No megatron anywhere on sys.path (site-packages dropped after torch_ext is imported)."""
+        drop = "sys.path[:] = [p for p in sys.path if 'site-packages' not in p and 'dist-packages' not in p]"
+        self.assertExpectedInline(run_patch(self._tmp(), drop), """\
+torch_ext.megatron needs megatron-core, which is not installed (pip install megatron-core; tested with 0.12.1 to 0.19.2)""")
+
+    def _tmp(self):
+        import tempfile
+
+        d = tempfile.TemporaryDirectory()
+        self.addCleanup(d.cleanup)
+        return d.name
 
 
 def test_import_torch_ext_does_not_import_megatron(tmp_path):

@@ -5,7 +5,8 @@
     import torch_ext.megatron
     torch_ext.megatron.patch()      # after MindSpeed's adaptor, if you use MindSpeed; before building the model
 
-``patch()`` replaces, in megatron-core (0.16 is what it is tested against; nothing is imported before the call):
+``patch()`` replaces, in megatron-core 0.12.1 to 0.19.2 (docs/megatron.md lists the releases tested and what
+each lacks; nothing is imported before the call):
 
 * ``FusedScaleMaskSoftmax.is_kernel_available`` and ``.forward_fused_softmax`` (``megatron.core.fusions.
   fused_softmax``): the fused path runs ``torch_ext.scaled_masked_softmax`` on ANY device (CPU, NPU, ...)
@@ -27,19 +28,27 @@
   instead of a Python loop over the experts; the bias gradient is ``npu_ext.grouped_bias_add_grad``
   (aclnnGroupedBiasAddGrad(V2), which torch_npu does not expose), with gradients for the hidden states, every
   expert's bias and the probabilities. The same op is ``torch_ext.grouped_bias_add`` /
-  ``torch_ext.nn.GroupedBiasAdd`` for expert MLPs of your own.
+  ``torch_ext.nn.GroupedBiasAdd`` for expert MLPs of your own. megatron-core 0.12 to 0.14 have no
+  ``TEGroupedMLP._apply_bias`` (their TEGroupedMLP takes no expert bias): the target is absent there.
 
 MindSpeed: ``import mindspeed.megatron_adaptor`` applies MindSpeed's patches when it is imported; call
 ``patch()`` after it. Ours then replace MindSpeed's fused-softmax methods (which call
 ``torch_npu.npu_scaled_masked_softmax``, allocate a full-size mask on the host for a missing mask and have no
 double backward) and keep every other MindSpeed patch; ``unpatch()`` gives MindSpeed's back. Called before
-MindSpeed's, our fused softmax would be replaced by MindSpeed's (``patched()`` tells which are in place).
+MindSpeed's, our fused softmax would be replaced by MindSpeed's (``status()`` says so).
+
+``status()`` says, per target, which object is there now: ``OURS`` ("ours in place"), ``MEGATRON`` ("Megatron's
+own": defined in megatron's own source files), ``REPLACED`` ("replaced by another patch", e.g. MindSpeed's) or
+``ABSENT`` ("absent in this release"). ``patched()`` lists the targets whose replacement is ours.
 
 ``unpatch()`` puts back exactly the objects that were there before ``patch()``, wherever ours are still in
 place (a replacement made by someone else since is left alone). Both are idempotent.
 """
 
 import importlib
+import importlib.metadata
+import inspect
+import os
 import sys
 import threading
 
@@ -47,11 +56,19 @@ import torch
 
 from . import functional as F
 
-__all__ = ["patch", "unpatch", "patched", "TARGETS"]
+__all__ = ["patch", "unpatch", "patched", "status", "TARGETS", "OURS", "MEGATRON", "REPLACED", "ABSENT"]
 
 # The softmax limits of the op (csrc/common/checks.h, kMaxSoftmaxLastDim).
 _MAX_KEY_LENGTH = 4096
 _FLOAT16 = {torch.float16: "input_in_fp16", torch.bfloat16: "input_in_bf16"}
+# The megatron-core releases the tests run on (docs/megatron.md); named in the import error.
+TESTED_RELEASES = "0.12.1 to 0.19.2"
+
+# status() values
+OURS = "ours in place"
+MEGATRON = "Megatron's own"
+REPLACED = "replaced by another patch"
+ABSENT = "absent in this release"
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -123,21 +140,85 @@ TARGETS = (
 )
 
 _lock = threading.Lock()
-_applied = []  # (owner, name, original raw attribute or _MISSING, replacement) in the order they were made
+_applied = []  # (owner, name, original raw attribute, replacement) in the order they were made
 _MISSING = object()
 
 
-def _owner_and_name(module_name, path):
-    owner = importlib.import_module(module_name)
-    *parents, name = path.split(".")
-    for p in parents:
-        owner = getattr(owner, p)
-    return owner, name
+def _installed_version():
+    """megatron-core's version from its package metadata, or None (not installed, or a source checkout)."""
+    try:
+        return importlib.metadata.version("megatron-core")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _import_error(e):
+    """The ImportError that patch() and status() raise when megatron.core does not import: not installed, or
+    installed and failing (then its version and the import error's text)."""
+    version = _installed_version()
+    if version is None and isinstance(e, ModuleNotFoundError) and e.name in ("megatron", "megatron.core"):
+        return ImportError("torch_ext.megatron needs megatron-core, which is not installed "
+                           f"(pip install megatron-core; tested with {TESTED_RELEASES})")
+    what = (f"megatron-core {version} is installed" if version is not None else
+            "megatron.core is there without package metadata (a source checkout?)")
+    return ImportError(f"torch_ext.megatron: {what}, but importing it fails with {type(e).__name__}: {e} "
+                       f"(torch_ext.megatron is tested with megatron-core {TESTED_RELEASES})")
+
+
+def _import(module_name):
+    """The module, or None when this megatron-core release has no such module (nor package). Any other import
+    failure raises _import_error's message."""
+    try:
+        importlib.import_module("megatron.core")
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name and e.name.startswith("megatron.core.") and (module_name + ".").startswith(e.name + "."):
+            return None
+        raise _import_error(e) from e
+    except ImportError as e:
+        raise _import_error(e) from e
 
 
 def _raw(owner, name):
     """The attribute as stored (a staticmethod object, not the function it wraps)."""
     return vars(owner).get(name, _MISSING)
+
+
+def _locate(module_name, path):
+    """(owner, attribute name) of a target, or None when this release lacks it (module, class or attribute)."""
+    owner = _import(module_name)
+    if owner is None:
+        return None
+    *parents, name = path.split(".")
+    for p in parents:
+        owner = getattr(owner, p, None)
+        if owner is None:
+            return None
+    return (owner, name) if _raw(owner, name) is not _MISSING else None
+
+
+def _source_file(obj):
+    """The file that defines obj: a function's code, a class's module; a bound method of a class (Megatron's
+    bias_gelu_impl is ``GeLUFunction.apply``) counts as its class's. None when there is none."""
+    if isinstance(obj, (staticmethod, classmethod)):
+        obj = obj.__func__
+    if inspect.ismethod(obj):
+        obj = obj.__self__ if isinstance(obj.__self__, type) else obj.__func__
+    try:
+        return inspect.getfile(obj) if isinstance(obj, type) else obj.__code__.co_filename
+    except (AttributeError, TypeError):
+        return None
+
+
+def _is_megatrons(obj):
+    """Whether obj is defined in megatron's own source files. A replacement made elsewhere, a wrapper with
+    functools.wraps too, has its code elsewhere."""
+    f = _source_file(obj)
+    if f is None:
+        return False
+    f = os.path.realpath(f)
+    megatron = sys.modules.get("megatron")
+    return any(f.startswith(os.path.join(os.path.realpath(p), "")) for p in getattr(megatron, "__path__", ()))
 
 
 def _modules():
@@ -157,24 +238,19 @@ def _rebind(old, new):
 
 def patch():
     """Routes megatron-core's fused softmax, bias-GELU and MoE expert bias through the npu_ext ops (see the
-    module docstring). Imports the megatron modules it patches (megatron-core must be installed). Idempotent.
-    Returns the patched targets, e.g. ``["megatron.core.fusions.fused_softmax.FusedScaleMaskSoftmax.
-    is_kernel_available", ...]``; a target this megatron-core version lacks is skipped."""
+    module docstring). Imports the megatron modules it patches: megatron-core must be installed, and if it is
+    but fails to import, the ImportError names its version and the error. Idempotent. Returns the patched
+    targets, e.g. ``["megatron.core.fusions.fused_softmax.FusedScaleMaskSoftmax.is_kernel_available", ...]``; a
+    target this megatron-core release lacks is skipped (``status()`` says "absent in this release")."""
     with _lock:
         if _applied:
             return patched()
-        try:
-            importlib.import_module("megatron.core")
-        except ImportError as e:
-            raise ImportError("torch_ext.megatron.patch() needs megatron-core (pip install megatron-core)") from e
         for module_name, path, replacement, scan in TARGETS:
-            try:
-                owner, name = _owner_and_name(module_name, path)
-            except (ImportError, AttributeError):
+            found = _locate(module_name, path)
+            if found is None:
                 continue
+            owner, name = found
             original = _raw(owner, name)
-            if original is _MISSING:
-                continue
             setattr(owner, name, replacement)
             _applied.append((owner, name, original, replacement))
             if scan:
@@ -199,15 +275,32 @@ def unpatch():
 
 
 def patched():
-    """The targets whose replacement is in place now, as "module.attribute.path" strings."""
+    """The targets whose replacement (ours) is in place now, as "module.attribute.path" strings. Imports
+    nothing: a target whose module is not imported is not listed."""
     out = []
     for module_name, path, replacement, _ in TARGETS:
-        if module_name not in sys.modules:
-            continue
-        try:
-            owner, name = _owner_and_name(module_name, path)
-        except (ImportError, AttributeError):
-            continue
-        if _raw(owner, name) is replacement:
+        owner = sys.modules.get(module_name)
+        *parents, name = path.split(".")
+        for p in parents:
+            owner = getattr(owner, p, None)
+        if owner is not None and _raw(owner, name) is replacement:
             out.append(f"{module_name}.{path}")
+    return out
+
+
+def status():
+    """What is in place now for each target: ``{"module.attribute.path": state}`` in TARGETS' order, the state
+    one of OURS ("ours in place"), MEGATRON ("Megatron's own": an object defined in megatron's source files),
+    REPLACED ("replaced by another patch": e.g. MindSpeed's, or a wrapper around Megatron's or ours) and ABSENT
+    ("absent in this release": this megatron-core has no such module, class or attribute). Imports the target
+    modules, as patch() does (with the same ImportError when megatron-core is missing or fails to import)."""
+    out = {}
+    for module_name, path, replacement, _ in TARGETS:
+        found = _locate(module_name, path)
+        if found is None:
+            state = ABSENT
+        else:
+            obj = _raw(*found)
+            state = OURS if obj is replacement else MEGATRON if _is_megatrons(obj) else REPLACED
+        out[f"{module_name}.{path}"] = state
     return out
