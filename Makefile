@@ -132,3 +132,65 @@ test-aarch64: venv
 
 clean:
 	rm -rf build torch_ext/*.so $(VENV)/.stamp-build $(VENV)/.stamp-develop $(NPU_VENV)
+
+# ------------------------------------------------------------------------------------------------------------
+# test-megatron: the Megatron tests on one megatron-core release, in a venv of its own (docs/megatron.md#releases).
+#   make test-megatron MCORE=0.12.1               .venv-megatron/0.12.1-py3.11, layered over .venv as .venv-npu is
+#                                                 (its megatron-core shadows .venv's 0.16.1); the source tree's build
+#   make test-megatron MCORE=0.19.2 PYTHON=3.12   releases from 0.17 need Python >= 3.12 (their default here):
+#                                                 .venv-megatron/0.19.2-py3.12 made by tools/torch_venv.py (torch
+#                                                 2.13.0, the index's CUDA build, its NVIDIA libraries stubbed), and
+#                                                 torch_ext installed there from a clean copy of the working tree
+#                                                 (build/megatron-py3.12/src; the DEFAULT kernel variant only)
+# PYTHON=3.N names that venv's Python (.venv is then made with python3, as by default). megatron-core is installed
+# with --no-deps plus what the tests need of its declared requirements (MCORE_PIP_<major.minor>): 0.12.1 declares
+# training tools (wandb, nvidia-modelopt, tensorstore, ...) that none of the modules used here imports.
+# MCORE_TESTS: what runs (default: test_megatron.py and the TP=2 test); MCORE_WORKERS: pytest-xdist workers.
+MCORE ?= 0.16.1
+ifneq ($(filter 3.%,$(PYTHON)),)
+MCORE_PYTHON := $(PYTHON)
+override PYTHON := python3
+endif
+MCORE_PYTHON ?= $(if $(filter 17 18 19 20 21 22 23 24 25 26 27 28 29,$(word 2,$(subst ., ,$(MCORE)))),3.12,3.11)
+MCORE_VENV := .venv-megatron/$(MCORE)-py$(MCORE_PYTHON)
+MCORE_PIP_0.13 := "numpy<2"
+MCORE_PIP_0.14 := "numpy<2"
+MCORE_PIP_0.15 := "numpy<2"
+MCORE_PIP = megatron-core==$(MCORE) $(MCORE_PIP_$(basename $(MCORE)))
+MCORE_TESTS ?= tests/test_megatron.py tests/test_megatron_tp.py
+MCORE_WORKERS ?= 2
+.PHONY: test-megatron
+
+ifeq ($(MCORE_PYTHON),3.11)
+$(MCORE_VENV)/.stamp: $(VENV)/.stamp-venv
+	rm -rf $(MCORE_VENV) && $(PY) -m venv $(MCORE_VENV)
+	$(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > \
+	  "$$($(MCORE_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/torch_ext_base_venv.pth"
+	$(MCORE_VENV)/bin/python -m pip install --quiet --no-deps $(MCORE_PIP)
+	touch $@
+
+test-megatron: build $(MCORE_VENV)/.stamp
+	@echo "== megatron-core $(MCORE), Python $(MCORE_PYTHON): $(MCORE_TESTS)"
+	PYTHONPATH=$(CURDIR) $(MCORE_VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(MCORE_WORKERS) $(MCORE_TESTS)
+else
+MCORE_BUILD := build/megatron-py$(MCORE_PYTHON)
+MCORE_SITE = $$($(CURDIR)/$(MCORE_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+
+$(MCORE_VENV)/.stamp:
+	$(PYTHON) tools/torch_venv.py $(MCORE_VENV) --python $(MCORE_PYTHON) --torch 2.13.0 --pip $(MCORE_PIP)
+	touch $@
+
+$(MCORE_BUILD)/.stamp: $(MCORE_VENV)/.stamp $(SOURCES)
+	rm -rf $(MCORE_BUILD)/src && mkdir -p $(MCORE_BUILD)/src && touch $@.start
+	git ls-files -z --cached --others --exclude-standard | \
+	  xargs -0 sh -c 'for f; do [ ! -f "$$f" ] || cp --parents "$$f" $(MCORE_BUILD)/src/; done' sh
+	cd $(MCORE_BUILD)/src && $(CCACHE_ENV) NPU_EXT_KERNEL_VARIANTS=default MAX_JOBS=$${MAX_JOBS:-2} \
+	  $(CURDIR)/$(MCORE_VENV)/bin/python -m pip install --quiet --no-build-isolation --no-deps .
+	mv $@.start $@
+
+test-megatron: $(MCORE_BUILD)/.stamp
+	@echo "== megatron-core $(MCORE), Python $(MCORE_PYTHON): $(MCORE_TESTS)"
+	cd $(MCORE_BUILD) && PYTHONPATH=$(MCORE_SITE):$(CURDIR) NPU_EXT_EXPECT_BUILD=$(MCORE_SITE)/torch_ext \
+	  $(CURDIR)/$(MCORE_VENV)/bin/python -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) \
+	  -c $(CURDIR)/pyproject.toml -n $(MCORE_WORKERS) $(addprefix $(CURDIR)/,$(MCORE_TESTS))
+endif

@@ -1,7 +1,7 @@
 """Train a tiny Megatron-LM GPT (megatron-core) on the CPU (or an Ascend NPU: ``--device npu``), once as Megatron
 runs it and once through ``torch_ext.megatron.patch()``, and print both loss curves side by side.
 
-    pip install megatron-core==0.16.1        # (make test installs it into .venv)
+    pip install megatron-core==0.16.1        # (make test installs it into .venv; 0.12.1 to 0.19.2 work)
     python examples/megatron_gpt.py --steps 20
     python examples/megatron_gpt.py --steps 20 --device npu     # with torch_npu and torch_ext's NPU kernels
 
@@ -128,14 +128,18 @@ def main(argv=None):
     # 2 cores, and not what this compares); force_eager runs the same Python formulas eagerly.
     with cpu_megatron(device=args.device), torch.compiler.set_stance("force_eager"):
         base = train_gpt(args.steps, fused=False, device=args.device)
-        patched = torch_ext.megatron.patch()
+        torch_ext.megatron.patch()
+        status = torch_ext.megatron.status()
         try:
             ours = train_gpt(args.steps, fused=True, device=args.device)
         finally:
             torch_ext.megatron.unpatch()
+    from megatron.core import package_info
+
+    print(f"megatron-core {package_info.__version__}, torch {torch.__version__}, Python {sys.version.split()[0]}")
     if args.device != "cpu":
         print(f"device: {args.device}")
-    print("torch_ext.megatron.patch() replaced:", *patched, sep="\n  ")
+    print("torch_ext.megatron.status() after patch():", *(f"{t}: {s}" for t, s in status.items()), sep="\n  ")
     print(f"{'step':>4}  {'Megatron (torch path)':>22}  {'torch_ext.megatron':>18}")
     for i, (b, o) in enumerate(zip(base, ours)):
         print(f"{i:>4}  {b:>22.4f}  {o:>18.4f}")

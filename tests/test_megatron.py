@@ -661,4 +661,6 @@ def test_example_runs():
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "OK: 3 steps" in r.stdout, r.stdout
-    assert "FusedScaleMaskSoftmax.forward_fused_softmax" in r.stdout
+    assert r.stdout.startswith(f"megatron-core {MCORE}, "), r.stdout
+    lines = [f"  {t}: {expected_status(OURS)[t]}" for t in ALL]  # the status() of this release after patch()
+    assert "\n".join(["torch_ext.megatron.status() after patch():"] + lines) in r.stdout, r.stdout
