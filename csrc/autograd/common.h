@@ -10,6 +10,8 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 
+#include "common/torch_compat.h"
+
 #include <tuple>
 #include <utility>
 
@@ -71,15 +73,15 @@ inline bool recording() { return at::GradMode::is_enabled(); }
 // A new node of type N whose next edges are the gradient edges of `inputs`; the caller attaches it to the
 // op's result(s) with torch::autograd::set_history, in output order.
 template <typename N, typename... Inputs>
-c10::intrusive_ptr<N> make_node(const Inputs&... inputs) {
-  auto node = c10::make_intrusive<N>();
+compat::NodePtr<N> make_node(const Inputs&... inputs) {
+  auto node = compat::new_node<N>();
   node->set_next_edges(torch::autograd::collect_next_edges(inputs...));
   return node;
 }
 
 // The node of type N attached as the grad_fn of the op's single result.
 template <typename N, typename... Inputs>
-c10::intrusive_ptr<N> attach(at::Tensor& result, const Inputs&... inputs) {
+compat::NodePtr<N> attach(at::Tensor& result, const Inputs&... inputs) {
   auto node = make_node<N>(inputs...);
   torch::autograd::set_history(result, node);
   return node;

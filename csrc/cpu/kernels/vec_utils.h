@@ -15,6 +15,7 @@
 #include <c10/util/bit_cast.h>
 #include <c10/macros/Macros.h>
 #include <c10/util/Half.h>
+#include "common/torch_compat.h"
 
 #include <cstdint>
 #include <cstring>
@@ -641,7 +642,7 @@ C10_ALWAYS_INLINE V vfmsub(const V& a, const V& b, const V& c) {
 }
 template <typename V>
 C10_ALWAYS_INLINE V vfnmadd(const V& a, const V& b, const V& c) {
-  return at::vec::fnmadd(a, b, c);
+  return compat::fnmadd(a, b, c);
 }
 template <typename V>
 C10_ALWAYS_INLINE V vclamp_max(const V& a, const V& max) {
