@@ -85,7 +85,8 @@ PYEOF
 )
 
 FLAGS=(-std=c++20 -fPIC -Wall -Wno-unused-function -Werror=return-type
-       "-DCURRENT_VERSION=$CURRENT_VERSION" -DTORCH_EXTENSION_NAME=_C_npu
+       "-DCURRENT_VERSION=$CURRENT_VERSION" "-DNPU_EXT_TORCH_NPU_VERSION=$((major * 100 + minor))"
+       -DTORCH_EXTENSION_NAME=_C_npu
        "-I$ROOT/csrc"
        "-I$NPU_INC" "-I$NPU_INC/third_party/op-plugin" "-I$NPU_INC/third_party/acl/inc"
        "-I$NPU_INC/third_party/hccl/inc"

@@ -2,7 +2,7 @@
 // rejection error, and the output slots.
 #include "npu/npu_common.h"
 
-#include <acl/acl_rt.h>  // aclrtGetSocName, aclGetRecentErrMsg (libascendcl, a dependency of libtorch_npu)
+#include <acl/acl.h>  // aclrtGetSocName, aclGetRecentErrMsg (libascendcl, a dependency of libtorch_npu)
 
 #include "torch_npu/csrc/core/npu/NPUGraphsUtils.h"  // currentStreamCaptureStatusMayInitCtx (C10_NPU_API)
 #include "torch_npu/csrc/core/npu/NPUStream.h"       // npuSynchronizeDevice (C10_NPU_API)
@@ -58,8 +58,8 @@ bool soc_supports(SocNeed need) {
 AclnnApi::AclnnApi(const char* op, const char* name, SocNeed need, Probe probe, Fallback fallback)
     : op_(op), name_(name), probe_(probe), fallback_(fallback) {
   const std::string ws = std::string(name) + "GetWorkspaceSize";
-  workspace_fn_ = GetOpApiFuncAddr(ws.c_str());
-  run_fn_ = GetOpApiFuncAddr(name);
+  workspace_fn_ = compat::op_api_symbol(ws.c_str());
+  run_fn_ = compat::op_api_symbol(name);
   if (workspace_fn_ == nullptr || run_fn_ == nullptr) {
     unavailable_ = std::string(name) + " is not in this CANN's operator libraries (" +
                    (workspace_fn_ == nullptr ? ws : std::string(name)) + " not found)";
@@ -167,7 +167,7 @@ std::string status_report() {
   }
   const char* env = std::getenv("NPU_EXT_NO_CPU_FALLBACK");
   const bool strict = env != nullptr && std::strcmp(env, "1") == 0;
-  std::string out = "SoC: " + soc + "\nCPU fallback: " +
+  std::string out = "SoC: " + soc + "\naclnn calls: " + compat::aclnn_layer() + "\nCPU fallback: " +
                     (strict ? "an error (NPU_EXT_NO_CPU_FALLBACK=1)" : "allowed, warned once per operator");
   std::vector<std::string> lines;
   for (ApiAccessor api : api_registry()) lines.push_back(api().describe());

@@ -9,15 +9,14 @@
 //                  host copies (one warning; NPU_EXT_NO_CPU_FALLBACK=1 makes it an error);
 //   4. copy-back - OutSlot::finish() copies a temporary into the caller's output.
 //
-// launch() is EXEC_NPU_CMD_EXT's V1 sequence (op-plugin op_api_common_base.h in torch_npu 2.13) with one
-// difference: the GetWorkspaceSize status is CHECKED on the calling thread, so a call aclnn rejects raises a
-// RuntimeError at the call ("npu_ext.<op>: aclnnXxxGetWorkspaceSize rejected ... status N"), instead of a null
-// executor whose queued second phase fails later with 161001 at an unrelated operation. It uses only
-// functions that header declares TORCH_NPU_API (exported by libtorch_npu.so): GetOpApiFuncAddr, ConvertTypes /
-// ReleaseConvertTypes, InitExecCommonCtx, GetAclStream, hit_cache_ext, GetWorkSpaceAddr, RunAclCall (the
-// task queue: OpCommand::RunOpApiV2), ExecuteApiFunc, InitExecSubTheadCtx, ReleaseExecCommonCtx,
-// UnInitExecCommonCtx, plus c10_npu::GetDeterministicLevel / ApplyDeterministicLevel, aclrtGetSocName and (for
-// the probes) c10_npu::npuSynchronizeDevice.
+// launch() is torch_npu's own aclnn sequence (EXEC_NPU_CMD_EXT) with one difference: the GetWorkspaceSize status
+// is CHECKED on the calling thread, so a call aclnn rejects raises a RuntimeError at the call ("npu_ext.<op>:
+// aclnnXxxGetWorkspaceSize rejected ... status N"), instead of a null executor whose queued second phase fails
+// later with 161001 at an unrelated operation. Every torch_npu-release difference of that sequence is in
+// npu/torch_npu_compat.h (op-plugin's exported extension API from 2.7.1, CANN's C API with torch_npu's task
+// queue on 2.6). Besides it, this code uses only what every release from 2.6 to 2.14 exports:
+// c10_npu::npuSynchronizeDevice, c10_npu::currentStreamCaptureStatusMayInitCtx, aclrtGetSocName and
+// aclGetRecentErrMsg.
 //
 // The same sources compile against the real torch_npu headers (setup.py, tools/npu_compile_check.sh) and
 // against the host stand-in in tests/npu_stub/include, which declares the same functions with the same
@@ -40,7 +39,7 @@
 #include <utility>
 
 #include "common/checks.h"
-#include "op_plugin/include/npu_cpp_extension.h"
+#include "npu/torch_npu_compat.h"
 
 namespace npu_ext {
 namespace npu {
@@ -144,49 +143,12 @@ void synchronize_device();
 
 namespace detail {
 // Phase 1 (GetWorkspaceSize) on the calling thread; when it returns an executor, phase 2 is queued on torch_npu's
-// task queue (RunAclCall), exactly as EXEC_NPU_CMD_EXT's V1 path, and `report(status)` inside the queued task
-// turns phase 2's status into what the task reports to the queue. Returns phase 1's status; `queued` says whether
-// phase 2 was queued. The call is first looked up in torch_npu's executor cache: a hit queues the cached
-// executor's phase 2 (accepted before, on this device and stream), without `report`.
+// task queue, and `report(status)` inside the queued task turns phase 2's status into what the task reports to
+// the queue. Returns phase 1's status; `queued` says whether phase 2 was queued. How, on each torch_npu release
+// (op-plugin's extension API with torch_npu's executor cache, or CANN's C API on 2.6): npu/torch_npu_compat.h.
 template <typename Report, typename... Ts>
 int queue_call(const AclnnApi& api, bool& queued, Report report, Ts&... args) {
-  queued = false;
-  aclrtStream acl_stream = GetAclStream();
-  const uint32_t level = c10_npu::GetDeterministicLevel();
-  at_npu::native::ApplyDeterministicLevel(static_cast<int64_t>(level), at::globalContext().deterministicAlgorithms(),
-                                          true);
-  // torch_npu's executor cache: a hit queues the cached executor's phase 2 (it was accepted before). As in
-  // op_api_common.h's EXEC_NPU_CMD_V1, the cache is looked up before the thread-local memory context is set up.
-  if (hit_cache_ext(acl_stream, api.name(), api.run_fn(), level, args...)) {
-    queued = true;
-    return 0;
-  }
-  InitExecCommonCtx();
-  uint64_t workspace_size = 0;
-  uint64_t* workspace_size_addr = &workspace_size;
-  aclOpExecutor* executor = nullptr;
-  aclOpExecutor** executor_addr = &executor;
-  auto converted_params = ConvertTypes(args..., workspace_size_addr, executor_addr);
-  auto get_workspace_size = ConvertToOpApiFunc(converted_params, api.workspace_fn());
-  const int status = call(get_workspace_size, converted_params);
-  if (status != 0 || executor == nullptr) {
-    ReleaseConvertTypes(converted_params);
-    UnInitExecCommonCtx();
-    return status;
-  }
-  void* workspace_addr = GetWorkSpaceAddr(workspace_size);
-  void* run_fn = api.run_fn();
-  auto acl_call = [converted_params, workspace_addr, workspace_size, acl_stream, executor, run_fn, report]() -> int {
-    InitExecSubTheadCtx(acl_stream);
-    const int ret = ExecuteApiFunc(run_fn, acl_stream, workspace_addr, workspace_size, executor);
-    ReleaseConvertTypes(converted_params);
-    ReleaseExecCommonCtx();
-    return report(ret);
-  };
-  RunAclCall(api.name(), acl_call);
-  UnInitExecCommonCtx();
-  queued = true;
-  return 0;
+  return compat::queue_aclnn(api.name(), api.workspace_fn(), api.run_fn(), queued, report, args...);
 }
 }  // namespace detail
 

@@ -59,7 +59,9 @@ def build_npu_sources():
         name="torch_ext_npu_standin",
         sources=sources,
         extra_include_paths=[os.path.join(STUB, "include"), os.path.join(ROOT, "csrc")],
-        extra_cflags=["-O1", "-std=c++20", "-Wall", "-Wno-unused-function", "-Werror=return-type"],
+        # the stand-in declares torch_npu 2.13's op-plugin extension API
+        extra_cflags=["-O1", "-std=c++20", "-Wall", "-Wno-unused-function", "-Werror=return-type",
+                      "-DNPU_EXT_TORCH_NPU_VERSION=213"],
         extra_ldflags=["-ldl"],
         build_directory=build_dir,
         is_python_module=False,
