@@ -9,7 +9,9 @@ Two kinds of C++ sources are compiled differently:
 """
 
 import glob
+import json
 import os
+import sys
 
 from setuptools import setup
 from torch.utils.cpp_extension import BuildExtension, CppExtension
@@ -70,23 +72,108 @@ def _package_version():
         return re.search(r'^__version__ = "([^"]+)"', f.read(), re.M).group(1)
 
 
-TARGET_X86 = _target_is_x86()
-ISA_VARIANTS = X86_VARIANTS if TARGET_X86 else PORTABLE_VARIANTS
-ARCH_DEFINES = ["-DNPU_EXT_X86_VARIANTS"] if TARGET_X86 else []
+def _supported_torch():
+    """(MIN_TORCH, MAX_TORCH) of torch_ext/_compat.py, the supported torch releases (read, not imported)."""
+    import re
 
-CXX_FLAGS = ["-O3", "-std=c++20", "-fopenmp", "-Wall", "-Wno-unused-function"] + ARCH_DEFINES
+    with open(os.path.join(ROOT, "torch_ext", "_compat.py")) as f:
+        text = f.read()
+    return tuple(tuple(int(v) for v in re.search(rf"^{name} = \((\d+), (\d+)\)", text, re.M).groups())
+                 for name in ("MIN_TORCH", "MAX_TORCH"))
+
+
+def _check_torch():
+    """Refuses to build for a torch outside the supported range: its headers would fail somewhere in the middle of
+    the build, or worse, compile."""
+    import torch
+
+    lo, hi = _supported_torch()
+    have = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
+    if not lo <= have <= hi:
+        raise RuntimeError(f"torch_ext builds against torch {lo[0]}.{lo[1]} to {hi[0]}.{hi[1]} (with their "
+                           f"torch_npu); this environment has torch {torch.__version__}")
+    return lo, hi
+
+
+SUPPORTED_TORCH = _check_torch()
+TARGET_X86 = _target_is_x86()
+# NPU_EXT_KERNEL_VARIANTS=default builds the DEFAULT variant alone on x86-64 too (as on every other architecture):
+# a third of the kernel compile time, for builds that test something else than the kernels' ISA variants (the
+# version stages: make test-versions, make test-megatron). The package then runs its DEFAULT kernels everywhere.
+_VARIANTS_MODE = os.environ.get("NPU_EXT_KERNEL_VARIANTS", "all")
+if _VARIANTS_MODE not in ("all", "default"):
+    raise RuntimeError(f"NPU_EXT_KERNEL_VARIANTS must be 'all' or 'default', not {_VARIANTS_MODE!r}")
+ALL_VARIANTS = TARGET_X86 and _VARIANTS_MODE == "all"
+ISA_VARIANTS = X86_VARIANTS if ALL_VARIANTS else PORTABLE_VARIANTS
+ARCH_DEFINES = ["-DNPU_EXT_X86_VARIANTS"] if ALL_VARIANTS else []
+
+# -g0: no debug information (Python's own CFLAGS, which setuptools puts first, ask for -g): it doubles the compile
+# time of every torch-heavy source (csrc/autograd/forward_ops.cpp: 58 s with -g, 30 s without, AMD EPYC Zen 3) for
+# symbols nobody reads in a release build. The sanitizer build below turns line tables (-g1) back on.
+CXX_FLAGS = ["-O3", "-g0", "-std=c++20", "-fopenmp", "-Wall", "-Wno-unused-function"] + ARCH_DEFINES
 LINK_FLAGS = ["-fopenmp"]
 # NPU_EXT_SANITIZE=1: AddressSanitizer + UndefinedBehaviorSanitizer build (make test-asan builds it into
 # build/asan, apart from the normal build).
 if os.environ.get("NPU_EXT_SANITIZE") == "1":
-    CXX_FLAGS += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g", "-O1"]
+    # -g1: line tables, what ASan's and UBSan's reports print (file:line), at a fraction of -g's compile time
+    CXX_FLAGS += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g1", "-O1"]
     LINK_FLAGS += ["-fsanitize=address,undefined"]
 
 
+def _module_versions(ext_name):
+    """What a compiled module is built against, recorded beside it (torch_ext/_compat.py checks it before the
+    module is loaded): the torch release, and torch_npu's for _C_npu."""
+    import torch
+
+    info = {"module": ext_name, "torch": torch.__version__.split("+")[0],
+            "python": "%d.%d" % sys.version_info[:2]}
+    if ext_name.endswith("_C_npu"):
+        info["torch_npu"] = _torch_npu_location()[1].split("+")[0]
+    return info
+
+
+def _versions_file(module_file):
+    """torch_ext/_C.cpython-311-x86_64-linux-gnu.so -> torch_ext/_C.versions.json"""
+    base = os.path.basename(module_file).split(".")[0]
+    return os.path.join(os.path.dirname(module_file), base + ".versions.json")
+
+
 class BuildWithIsaKernels(BuildExtension):
-    """BuildExtension that compiles the kernel sources once per ISA variant and links every variant."""
+    """BuildExtension that compiles the kernel sources once per ISA variant and links every variant, and writes
+    each module's versions file beside it (in the build directory, and into the source tree with --inplace and
+    editable installs, as setuptools copies the module itself)."""
+
+    def _versions_pairs(self):
+        build_py = self.get_finalized_command("build_py")
+        for ext in self.extensions:
+            inplace_file, regular_file = self._get_inplace_equivalent(build_py, ext)
+            yield _versions_file(regular_file), _versions_file(inplace_file)
+
+    def copy_extensions_to_source(self):
+        super().copy_extensions_to_source()
+        for regular, inplace in self._versions_pairs():
+            self.copy_file(regular, inplace, level=self.verbose)
+
+    def get_outputs(self):
+        if self.inplace:
+            return super().get_outputs() + [inplace for _, inplace in self._versions_pairs()]
+        return super().get_outputs() + [_versions_file(self.get_ext_fullpath(e.name)) for e in self.extensions]
+
+    def get_output_mapping(self):
+        mapping = super().get_output_mapping()
+        if self.inplace:
+            mapping.update(dict(self._versions_pairs()))
+        return mapping
 
     def build_extension(self, ext):
+        self._build_isa_extension(ext)
+        path = _versions_file(self.get_ext_fullpath(ext.name))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(_module_versions(ext.name), f)
+            f.write("\n")
+
+    def _build_isa_extension(self, ext):
         kernel_sources = getattr(ext, "isa_kernel_sources", [])
         if kernel_sources:
             base_flags = list(ext.extra_compile_args.get("cxx", []) if isinstance(ext.extra_compile_args, dict)
@@ -160,8 +247,11 @@ def _npu_extension():
                       os.path.join(include, "third_party", "acl", "inc"),
                       os.path.join(include, "third_party", "hccl", "inc")],
         depends=HEADERS,
-        define_macros=[("CURRENT_VERSION", f"V{major}R{minor}")],
-        extra_compile_args={"cxx": ["-O2", "-std=c++20", "-Wall", "-Wno-unused-function"]},
+        # CURRENT_VERSION: torch_npu's headers select their variant by it; NPU_EXT_TORCH_NPU_VERSION:
+        # csrc/npu/torch_npu_compat.h selects how aclnn is called (op-plugin's extension API from 2.7.1)
+        define_macros=[("CURRENT_VERSION", f"V{major}R{minor}"),
+                       ("NPU_EXT_TORCH_NPU_VERSION", str(int(major) * 100 + int(minor)))],
+        extra_compile_args={"cxx": ["-O2", "-g0", "-std=c++20", "-Wall", "-Wno-unused-function"]},
         library_dirs=[os.path.join(npu_dir, "lib")],
         libraries=["torch_npu"],
         runtime_library_dirs=[os.path.join(npu_dir, "lib")],
@@ -184,5 +274,8 @@ setup(
     ext_modules=_extensions(),
     cmdclass={"build_ext": BuildWithIsaKernels},
     python_requires=">=3.10",
-    install_requires=["torch>=2.13,<2.14"],
+    # the supported range; pip keeps an installed torch in it as it is (README installs with --no-deps, which
+    # also leaves a CUDA build's NVIDIA packages alone)
+    install_requires=[f"torch>={SUPPORTED_TORCH[0][0]}.{SUPPORTED_TORCH[0][1]},"
+                      f"<{SUPPORTED_TORCH[1][0]}.{SUPPORTED_TORCH[1][1] + 1}"],
 )

@@ -18,7 +18,12 @@ The backward operators themselves are ``torch.ops.npu_ext.gelu_backward_v2``, ``
 
 import torch  # noqa: F401  (the compiled library links against libtorch)
 
-from . import _C  # noqa: F401  (registers torch.ops.npu_ext.*)
+from . import _compat, _npu
+
+# an ImportError naming the releases built against and running, never an undefined symbol or a crash at load
+_compat.check_built_against(["torch_ext._C"] + (["torch_ext._C_npu"] if _npu.wanted() else []))
+
+from . import _C  # noqa: F401, E402  (registers torch.ops.npu_ext.*)
 from . import _autocast  # noqa: F401  (autocast policy of the forward ops)
 from . import functional, nn
 from .functional import gelu, grouped_bias_add, logit, prelu, scaled_masked_softmax
@@ -26,8 +31,6 @@ from ._config import show_config
 from ._version import __version__
 
 # NPU (Ascend) kernels: only when torch_npu and the torch_ext._C_npu module are both installed.
-from . import _npu  # noqa: E402
-
 _npu.load()
 
 from ._check import check  # noqa: E402

@@ -11,6 +11,8 @@ import importlib.util
 import os
 import warnings
 
+from . import _compat
+
 LOADED = False  # True once the PrivateUse1 (NPU) kernels of torch.ops.npu_ext are registered
 _why_not = "load() was not called"
 
@@ -18,6 +20,13 @@ _why_not = "load() was not called"
 def why_not_loaded():
     """Why the NPU kernels are not loaded ("" when they are)."""
     return "" if LOADED else _why_not
+
+
+def wanted():
+    """Whether load() will try to load torch_ext._C_npu: both it and torch_npu are installed, and
+    NPU_EXT_LOAD_NPU is not 0. Imports nothing."""
+    return (os.environ.get("NPU_EXT_LOAD_NPU", "1") != "0" and importlib.util.find_spec("torch_npu") is not None
+            and importlib.util.find_spec("torch_ext._C_npu") is not None)
 
 
 def load():
@@ -41,6 +50,7 @@ def load():
         _why_not = f"torch_npu is installed but could not be imported ({type(e).__name__}: {e})"
         warnings.warn(f"torch_ext: {_why_not}; the npu_ext NPU kernels are not loaded")
         return False
+    _compat.check_built_against(["torch_ext._C_npu"])  # built for this torch and torch_npu, or an ImportError
     importlib.import_module("torch_ext._C_npu")
     LOADED = True
     return True
