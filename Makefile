@@ -6,7 +6,8 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 SOURCES := setup.py $(shell find csrc torch_ext -name '*.cpp' -o -name '*.h' -o -name '*.py' 2>/dev/null)
 
-.PHONY: all venv build test bench bench-full clean npu-check test-npu npu-build test-asan test-aarch64 build-aarch64
+.PHONY: all venv build test bench bench-full clean npu-check test-npu npu-build test-asan test-aarch64 build-aarch64 \
+	test-versions
 
 # Compiles go through ccache when it is there (Debian's package; `make venv` installs it when run as root):
 # the second build of the same sources with the same flags (make test-npu's) reuses the first one's objects.
@@ -24,7 +25,7 @@ $(VENV)/.stamp-venv: requirements-dev.txt
 	  (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq ccache >/dev/null 2>&1)) || \
 	  echo "ccache could not be installed: builds will not share objects"
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --upgrade "pip>=23" "setuptools>=64"
+	$(PIP) install --quiet --upgrade "pip>=23" "setuptools>=70.1"
 	$(PIP) install --quiet -r requirements-dev.txt
 	touch $@
 
@@ -45,18 +46,20 @@ $(VENV)/.stamp-build: $(VENV)/.stamp-venv $(SOURCES)
 
 build: $(VENV)/.stamp-build
 
-# The tests, plus the NPU compile check against the real torch_npu 2.13.0 headers (see npu-check below).
+# The tests: the whole suite natively, then the NPU path inside the real torch_npu 2.13.0 runtime (test-npu below,
+# which also builds every csrc/npu source against torch_npu 2.13.0's headers).
 # The whole suite runs once per CPU kernel variant this machine can run: first as the process picks it (the
 # best one), then with each lower variant forced through ATEN_CPU_CAPABILITY (x86-64: avx2, default; other
 # architectures build the DEFAULT variant alone). tools/cpu_variants.py lists them. Each pass spreads the tests
 # over TEST_WORKERS processes (pytest-xdist, default: one per core; TEST_WORKERS=0 runs them in this process).
 TEST_WORKERS ?= $(shell nproc)
-test: build npu-check
+test: build
 	$(PY) -m pytest tests -q -n $(TEST_WORKERS)
 	@for cap in $$($(PY) tools/cpu_variants.py --lower); do \
 	  echo "== the whole suite again with ATEN_CPU_CAPABILITY=$$cap"; \
 	  ATEN_CPU_CAPABILITY=$$cap $(PY) -m pytest tests -q -n $(TEST_WORKERS) || exit 1; \
 	done
+	$(MAKE) test-npu TORCH_NPU=2.13.0
 
 # make bench BENCH_ARGS=--variants: once per kernel variant the CPU has (see docs/performance.md).
 bench: build
@@ -67,7 +70,8 @@ bench-full: build
 
 # NPU path, no NPU needed. npu-check: every csrc/npu source compiles against the torch_npu 2.13.0 wheel's headers
 # (downloaded once into build/npu-check, never installed), for x86-64 with g++ and for aarch64 with
-# aarch64-linux-gnu-g++ against the aarch64 wheels (tools/aarch64/run.sh npu-check).
+# aarch64-linux-gnu-g++ against the aarch64 wheels (tools/aarch64/run.sh npu-check; make test-aarch64 runs that
+# part, and make test's test-npu builds the x86-64 one for real). TORCH_NPU_VERSION=2.6.0.post5 ... for another.
 npu-check: venv
 	tools/npu_compile_check.sh $(PY)
 	HOST_PYTHON=$(PY) tools/aarch64/run.sh npu-check $(PY)
@@ -99,11 +103,28 @@ $(NPU_BUILD)/.stamp: $(NPU_VENV)/.stamp-venv $(SOURCES)
 
 npu-build: $(NPU_BUILD)/.stamp
 
+# make test-npu TORCH_NPU=2.7.1.post10 (any release of tools/versions.py's table): that torch_npu and its torch in
+# their own venv (build/versions/<release>), the package installed there with README's Ascend command from a clean
+# copy of the working tree, NPU_TESTS run in that release's runtime on its fake CANN, every skip a failure.
+# Without TORCH_NPU (or with 2.13.0's default flow below): .venv-npu, sharing .venv's torch and compiled objects.
+TORCH_NPU ?= 2.13.0
+ifeq ($(TORCH_NPU),2.13.0)
 test-npu: npu-build
 	fake_lib=$$($(NPU_PY) tests/fake_cann/build.py | tail -n 1) && \
 	cd $(NPU_BUILD) && LD_LIBRARY_PATH=$$fake_lib PYTHONPATH=$(CURDIR)/$(NPU_BUILD)/lib:$(CURDIR) NPU_EXT_EXPECT_NPU=1 \
 	  $(CURDIR)/$(NPU_PY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) -c $(CURDIR)/pyproject.toml \
 	  $(addprefix $(CURDIR)/,$(NPU_TESTS))
+else
+test-npu:
+	$(PYTHON) tools/versions.py run $(TORCH_NPU) --tests $(NPU_TESTS)
+endif
+
+# Every torch / torch_npu release of the supported range (tools/versions.py's table), each in its own venv and
+# runtime: tests/test_npu_*.py, test_ops.py, test_forward.py and test_autograd.py against the package installed with
+# README's Ascend command; one line per release and a table at the end (docs/platforms.md). VERSIONS=... runs some.
+VERSIONS ?=
+test-versions:
+	$(PYTHON) tools/versions.py all $(VERSIONS)
 
 # AddressSanitizer + UBSan: the extension built with -fsanitize=address,undefined into build/asan (the normal
 # build is untouched) and the op tests run against it. ASan must be preloaded into Python, and libstdc++ with
@@ -129,9 +150,10 @@ build-aarch64: venv
 
 test-aarch64: venv
 	HOST_PYTHON=$(PY) tools/aarch64/run.sh all
+	HOST_PYTHON=$(PY) tools/aarch64/run.sh npu-check $(PY)
 
 clean:
-	rm -rf build torch_ext/*.so $(VENV)/.stamp-build $(VENV)/.stamp-develop $(NPU_VENV)
+	rm -rf build torch_ext/*.so torch_ext/*.versions.json $(VENV)/.stamp-build $(VENV)/.stamp-develop $(NPU_VENV)
 
 # ------------------------------------------------------------------------------------------------------------
 # test-megatron: the Megatron tests on one megatron-core release, in a venv of its own (docs/megatron.md#releases).

@@ -14,9 +14,15 @@ if os.environ.get("NPU_EXT_EXPECT_SANITIZED") == "1":  # make test-asan: the san
 # make test-npu: the build with torch_ext._C_npu inside the real torch_npu runtime (fake CANN), never the CPU build
 # of the source tree; and there a skipped test is a failure (the tests written for an NPU must all run).
 EXPECT_NPU = os.environ.get("NPU_EXT_EXPECT_NPU") == "1"
+# tools/versions.py (make test-npu TORCH_NPU=..., make test-versions): the package installed into that release's
+# venv, never the source tree's.
+EXPECT_BUILD = os.environ.get("NPU_EXT_EXPECT_BUILD")
+if EXPECT_BUILD:
+    assert torch_ext._C.__file__.startswith(EXPECT_BUILD + os.sep), (torch_ext._C.__file__, EXPECT_BUILD)
 if EXPECT_NPU:
     assert torch_ext._npu.LOADED, f"make test-npu: the NPU kernels are not loaded ({torch_ext._npu.why_not_loaded()})"
-    assert os.sep + os.path.join("build", "npu", "lib") in torch_ext._C_npu.__file__, torch_ext._C_npu.__file__
+    expected = EXPECT_BUILD or os.sep + os.path.join("build", "npu", "lib")
+    assert expected in torch_ext._C_npu.__file__, torch_ext._C_npu.__file__
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(item, call):

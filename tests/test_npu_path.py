@@ -1019,11 +1019,29 @@ def test_host_work_is_refused_during_graph_capture(backend):
 
 # ----------------------------------------------------------------------------------------------------------
 # The status report (npu_ext::_npu_status, shown by python -m torch_ext).
+def aclnn_layer():
+    """The report's 'aclnn calls:' line for the torch_npu the NPU sources were built against (csrc/npu/
+    torch_npu_compat.cpp; the aarch64 stand-in declares 2.13's API)."""
+    if BACKEND is npu_backend.FakeCann:
+        import importlib.metadata
+
+        major, minor = (int(v) for v in importlib.metadata.version("torch-npu").split(".")[:2])
+        release = major * 100 + minor
+    else:
+        release = 213
+    if release >= 213:
+        return "aclnn calls: torch_npu's op-plugin extension API (executor cache, deterministic level, task queue)"
+    if release >= 207:
+        return "aclnn calls: torch_npu's op-plugin extension API (executor cache, deterministic setting, task queue)"
+    return ("aclnn calls: CANN's C API with torch_npu's task queue (OpCommand::RunOpApiV2; torch_npu 2.6 exports no "
+            "op-plugin extension API; no executor cache)")
+
+
 def test_status_report_in_show_config(backend):
     text = torch_ext.show_config()
     assert ("NPU kernels: loaded (torch_ext._C_npu)" if BACKEND is npu_backend.FakeCann
             else "NPU kernels: torch_ext._C_npu not loaded (") in text
-    assert "  SoC: Ascend910B3 (Atlas A2)\n  CPU fallback: allowed, warned once per operator\n" in text
+    assert f"  SoC: Ascend910B3 (Atlas A2)\n  {aclnn_layer()}\n  CPU fallback: allowed, warned once per operator\n" in text
     for op, api in [("gelu_backward_v2", "aclnnGeluBackwardV2"), ("grouped_bias_add_grad", "aclnnGroupedBiasAddGrad"),
                     ("grouped_bias_add_grad", "aclnnGroupedBiasAddGradV2"), ("logit_grad", "aclnnLogitGrad"),
                     ("prelu_backward", "aclnnPreluBackward"),
@@ -1045,6 +1063,7 @@ def test_status_report_without_kernels(backend):
     steps, _ = run_scenario("no_kernel_strict", NPU_FAKE_SOC=ASCEND950,
                             NPU_FAKE_NO_KERNEL="LogitGrad,GroupedBiasAddGrad", NPU_EXT_NO_CPU_FALLBACK="1")
     status = steps["status"]["text"].splitlines()
-    assert status[:2] == ["SoC: Ascend950PR_9579 (Ascend950)", "CPU fallback: an error (NPU_EXT_NO_CPU_FALLBACK=1)"]
+    assert status[:3] == ["SoC: Ascend950PR_9579 (Ascend950)", aclnn_layer(),
+                          "CPU fallback: an error (NPU_EXT_NO_CPU_FALLBACK=1)"]
     assert (f"logit_grad: aclnnLogitGrad found; device {backend.device_index}: " + no_kernel("aclnnLogitGrad", ASCEND950, 1, 561003)
             .split(" ", 1)[1] + " -> CPU fallback") in status

@@ -156,7 +156,7 @@ build_stubs() {
   [[ -f "$STUBS/.stamp" ]] && return
   rm -rf "$STUBS"
   log "building stub libraries for the CUDA libraries torch links"
-  "$HOST_PY" "$HERE/cuda_stubs.py" "$SITE/torch/lib" "$SYSROOT" "$STUBS" | sed 's/^/  /'
+  "$HOST_PY" "$HERE/../cuda_stubs.py" "$SITE/torch/lib" "$SYSROOT" "$STUBS" | sed 's/^/  /'
   touch "$STUBS/.stamp"
 }
 

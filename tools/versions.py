@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""The torch / torch_npu releases torch_ext supports, each tested in its own venv and real runtime (test-only).
+
+  tools/versions.py run TORCH_NPU [--tests FILE ...]   one release (make test-npu TORCH_NPU=..., CI's version stages)
+  tools/versions.py all                                 every release (make test-versions): one line each, a table
+  tools/versions.py table                               the table of ROWS (README, docs/platforms.md)
+
+For one release (TORCH_NPU is a torch_npu release, or "cpu-<torch>" for a torch without torch_npu):
+ 1. its venv, build/versions/<release>/venv: that Python, that torch (the package index's CUDA build, NVIDIA
+    libraries stubbed) and that torch_npu, by tools/torch_venv.py;
+ 2. the fake CANN libraries for that torch and torch_npu (tests/fake_cann/build.py: that wheel's symbol list);
+ 3. a clean copy of the working tree (tracked and untracked files, nothing ignored: no build, no venv) in
+    build/versions/<release>/src, installed into the venv with README's Ascend command
+    (pip install --no-build-isolation --no-deps .) with the fake CANN on the library path, as on an Ascend host
+    with CANN's set_env.sh sourced; the working tree's own build is never touched. NPU_EXT_KERNEL_VARIANTS=default
+    builds the DEFAULT kernel variant alone (the variants are the native stage's business);
+ 4. checks that the install left torch and torch_npu as they were;
+ 5. runs the tests from the repository against the installed package inside that torch_npu's runtime on the fake
+    CANN, where a skipped test is a failure (tests/conftest.py, NPU_EXT_EXPECT_NPU=1);
+ 6. prints one line: release, torch, Python, tests passed / failed, seconds.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+# torch_npu release, its torch, the Python the venv uses, the CANN its release notes pair it with. The one place
+# these are written (README's and docs/platforms.md's tables are generated from it: `table`).
+ROWS = [
+    ("2.6.0.post5", "2.6.0", "3.10", "8.5.0"),
+    ("2.7.1.post10", "2.7.1", "3.11", "9.1.x"),
+    ("cpu-2.8.0", "2.8.0", "3.11", "-"),
+    ("2.9.0.post8", "2.9.0", "3.11", "9.1.x"),
+    ("2.10.0.post6", "2.10.0", "3.11", "9.1.x"),
+    ("2.11.0.post2", "2.11.0", "3.12", "9.1.x"),
+    ("2.12.0.post2", "2.12.0", "3.11", "9.1.x"),
+    ("2.13.0", "2.13.0", "3.11", "its release notes'"),
+    ("2.14.0", "2.14.0", "3.12", "its release notes'"),
+]
+MEGATRON = "megatron-core==0.16.1"  # as requirements-dev.txt
+TESTS_NPU = ["tests/test_npu_*.py", "tests/test_version_mismatch.py"]
+TESTS_ALL = TESTS_NPU + ["tests/test_ops.py", "tests/test_forward.py", "tests/test_autograd.py"]
+
+
+def row(release):
+    for r in ROWS:
+        if r[0] == release:
+            return r
+    raise SystemExit(f"versions.py: {release} is not a supported release ({', '.join(r[0] for r in ROWS)})")
+
+
+def _site(py):
+    return subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def _installed(py, name):
+    code = f"import importlib.metadata as m\ntry: print(m.version({name!r}))\nexcept Exception: print('-')"
+    return subprocess.run([py, "-c", code], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _copy_tree(dst):
+    """The working tree as git sees it (tracked + untracked, ignored left out) into dst, replacing what was there."""
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           check=True, capture_output=True).stdout.split(b"\0")
+    if os.path.exists(dst):
+        shutil.rmtree(dst)
+    for f in files:
+        if not f:
+            continue
+        rel = f.decode()
+        src = os.path.join(ROOT, rel)
+        if not os.path.isfile(src):  # deleted in the working tree
+            continue
+        os.makedirs(os.path.join(dst, os.path.dirname(rel)), exist_ok=True)
+        shutil.copy2(src, os.path.join(dst, rel))
+
+
+def _expand(tests):
+    import glob
+
+    out = []
+    for t in tests:
+        out += sorted(glob.glob(os.path.join(ROOT, t))) or [os.path.join(ROOT, t)]
+    return out
+
+
+def run(release, tests, workers):
+    t0 = time.time()
+    npu_release, torch_release, python, _ = row(release)
+    cpu_only = npu_release.startswith("cpu-")
+    base = os.path.join(ROOT, "build", "versions", release)
+    venv = os.path.join(base, "venv")
+    py = os.path.join(venv, "bin", "python")
+    cmd = [sys.executable, os.path.join(HERE, "torch_venv.py"), venv, "--python", python, "--torch", torch_release]
+    if not cpu_only:
+        cmd += ["--torch-npu", npu_release]
+    # megatron-core: the NPU training tests import test_megatron's helpers (its only other requirement is torch)
+    cmd += ["--pip", "packaging>=24.2", "--pip-no-deps", MEGATRON]
+    subprocess.run(cmd, check=True)
+
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    if not cpu_only:
+        lib = subprocess.run([py, os.path.join(ROOT, "tests", "fake_cann", "build.py")], check=True,
+                             capture_output=True, text=True).stdout.strip().splitlines()[-1]
+        env["LD_LIBRARY_PATH"] = lib + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+        shim = os.path.join(lib, "libnpu_ext_alloc_config_shim.so")  # a CUDA build of torch (alloc_config_shim.cpp)
+        if os.path.exists(shim):
+            env["LD_PRELOAD"] = shim
+
+    before = (_installed(py, "torch"), _installed(py, "torch-npu"))
+    src = os.path.join(base, "src")
+    _copy_tree(src)
+    build_env = dict(env, NPU_EXT_KERNEL_VARIANTS="default", MAX_JOBS=env.get("MAX_JOBS", "2"))
+    ccache = "/usr/lib/ccache"
+    if os.path.isdir(ccache):
+        build_env.update(PATH=ccache + ":" + env["PATH"], CCACHE_NODIRECT="1", CCACHE_NOHASHDIR="1")
+    # README's Ascend install command
+    subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-build-isolation", "--no-deps", "."], cwd=src,
+                   env=build_env, check=True)
+    after = (_installed(py, "torch"), _installed(py, "torch-npu"))
+    if before != after:
+        raise SystemExit(f"versions.py: installing torch_ext changed torch / torch_npu from {before} to {after}")
+
+    site = _site(py)
+    test_env = dict(env, PYTHONPATH=site + os.pathsep + ROOT, NPU_EXT_EXPECT_BUILD=os.path.join(site, "torch_ext"))
+    if not cpu_only:
+        test_env["NPU_EXT_EXPECT_NPU"] = "1"
+    # other torch / torch_npu pairs to import this build under (tests/test_version_mismatch.py)
+    import glob
+
+    others = [os.path.join(ROOT, v, "bin", "python") for v in (".venv", ".venv-npu")]
+    others += sorted(glob.glob(os.path.join(ROOT, "build", "versions", "*", "venv", "bin", "python")))
+    test_env["NPU_EXT_OTHER_RUNTIMES"] = os.pathsep.join(p for p in others if os.path.exists(p) and p != py)
+    report = os.path.join(base, "report.json")
+    pytest = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={ROOT}",
+              "-c", os.path.join(ROOT, "pyproject.toml"), "-n", str(workers)] + _expand(tests)
+    proc = subprocess.Popen(pytest, cwd=base, env=test_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    tail = []
+    for out in proc.stdout:
+        sys.stdout.write(out)
+        tail = (tail + [out])[-5:]
+    proc.wait()
+    seconds = time.time() - t0
+    counts = _counts(tail, proc)
+    line = (f"torch_npu {npu_release if not cpu_only else '-'} | torch {after[0]} | Python {python} | "
+            f"{counts} | {seconds:.0f} s")
+    with open(report, "w") as f:
+        json.dump({"release": release, "torch": after[0], "torch_npu": after[1], "python": python,
+                   "result": counts, "seconds": round(seconds), "exit": proc.returncode}, f)
+    print(f"versions: {line}", flush=True)
+    return proc.returncode
+
+
+def _counts(tail, proc):
+    """pytest's closing counts ('1052 passed, 3 warnings in 210.35s' -> '1052 passed, 0 failed')."""
+    import re
+
+    text = " ".join(tail)
+    passed = re.search(r"(\d+) passed", text)
+    failed = re.search(r"(\d+) failed", text)
+    errors = re.search(r"(\d+) errors?", text)
+    out = f"{passed.group(1) if passed else 0} passed, {failed.group(1) if failed else 0} failed"
+    if errors:
+        out += f", {errors.group(1)} errors"
+    return out if proc.returncode in (0, 1) else out + f" (exit {proc.returncode})"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("release")
+    r.add_argument("--tests", nargs="*", default=None)
+    r.add_argument("--workers", default=os.environ.get("TEST_WORKERS", str(os.cpu_count() or 2)))
+    a = sub.add_parser("all")
+    a.add_argument("releases", nargs="*", help="some of the releases (default: every one)")
+    a.add_argument("--workers", default=os.environ.get("TEST_WORKERS", str(os.cpu_count() or 2)))
+    sub.add_parser("table")
+    args = ap.parse_args()
+    if args.cmd == "table":
+        for npu, torch, python, cann in ROWS:
+            print(f"| {npu} | {torch} | {cann} | {python} |")
+        return 0
+    if args.cmd == "run":
+        tests = args.tests or (TESTS_ALL if args.release.startswith("cpu-") is False else TESTS_ALL[1:])
+        return run(args.release, tests, args.workers)
+    releases = args.releases or [r[0] for r in ROWS]
+    failed = 0
+    for npu in releases:
+        row(npu)
+        tests = TESTS_ALL if not npu.startswith("cpu-") else TESTS_ALL[1:]
+        failed |= run(npu, tests, args.workers) != 0
+    lines = []
+    for npu in releases:
+        with open(os.path.join(ROOT, "build", "versions", npu, "report.json")) as f:
+            lines.append(json.load(f))
+    print("\n| torch_npu | torch | Python | tests | time |\n|---|---|---|---|---|")
+    for r in lines:
+        print(f"| {r['release']} | {r['torch']} | {r['python']} | {r['result']} | {r['seconds']} s |")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
