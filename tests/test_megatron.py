@@ -21,7 +21,6 @@ import inspect
 import os
 import subprocess
 import sys
-import textwrap
 import warnings
 
 import expecttest
@@ -72,11 +71,13 @@ TARGETS = [t for t in ALL if t in RELEASE["targets"]]
 
 
 def absent(target):
-    return pytest.mark.skipif(target not in RELEASE["targets"],
-                              reason=f"megatron-core {MCORE} has no {target.rsplit('.', 2)[-2]}.{target.rsplit('.', 1)[-1]}")
+    """Skips the test on a release that RELEASES says lacks `target`."""
+    name = ".".join(target.split(".")[-2:])
+    return pytest.mark.skipif(target not in RELEASE["targets"], reason=f"megatron-core {MCORE} has no {name}")
 
 
 def feature(name):
+    """Skips the test on a release that RELEASES says lacks FusedScaleMaskSoftmax's `name` argument."""
     return pytest.mark.skipif(not RELEASE[name], reason=f"megatron-core {MCORE} has no FusedScaleMaskSoftmax {name}")
 
 
@@ -148,7 +149,7 @@ TOL = {torch.float16: dict(rtol=2e-3, atol=2e-3), torch.bfloat16: dict(rtol=1.6e
 # ----------------------------------------------------------------------------------------------------------
 # FusedScaleMaskSoftmax
 def softmax_module(dtype, mask_type, fusion, softmax_in_fp32, scale, window_size=None):
-    extra = {} if window_size is None else {"window_size": window_size}  # megatron-core >= 0.13
+    extra = {} if window_size is None else {"window_size": window_size}  # megatron-core >= 0.15
     return FusedScaleMaskSoftmax(dtype == torch.float16, dtype == torch.bfloat16, mask_type, fusion,
                                  attention_mask_func, softmax_in_fp32, scale, **extra)
 
@@ -566,57 +567,58 @@ def test_mindspeed_double_softmax_is_megatrons_formula():
 
 # ----------------------------------------------------------------------------------------------------------
 # Import errors
-def run_patch(tmp_path, before):
-    """patch() and status() in a fresh interpreter after the lines `before`; prints their ImportError messages."""
-    code = textwrap.dedent(f"""
-        import sys
-        import torch_ext.megatron as tm
-        {before}
-        for fn in (tm.patch, tm.status):
-            try:
-                fn()
-                print("no error")
-            except ImportError as e:
-                print(e)
-        """)
-    torch_ext_dir = os.path.dirname(os.path.dirname(os.path.abspath(tm.__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), torch_ext_dir]))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env,
-                         timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    first, second = out.stdout.strip().splitlines()
-    assert first == second  # patch() and status() say the same
-    return first
+IMPORT_ERRORS = """
+import importlib, sys
+import torch_ext.megatron as tm
+
+def attempt():
+    said = []
+    for fn in (tm.patch, tm.status):
+        try:
+            fn()
+            said.append("no error")
+        except ImportError as e:
+            said.append(str(e))
+    assert said[0] == said[1], said  # patch() and status() say the same
+    print(said[0])
+
+sys.path.insert(0, FAKE)  # megatron-core 0.8.0 installed (its metadata), its import failing
+attempt()
+sys.path[:] = [p for p in sys.path if p != FAKE and "site-packages" not in p and "dist-packages" not in p]
+for name in [m for m in sys.modules if m == "megatron" or m.startswith("megatron.")]:
+    del sys.modules[name]
+importlib.invalidate_caches()
+attempt()  # no megatron anywhere on sys.path
+"""
 
 
 class TestImportErrors(expecttest.TestCase):
-    def test_installed_but_fails_to_import(self):
-        """An installed megatron-core whose import fails (as 0.8.0 does with setuptools >= 81, no pkg_resources):
-        the version installed and the import error's text."""
-        tmp = self._tmp()
-        core = os.path.join(tmp, "megatron", "core")  # ahead of the real one on sys.path
-        os.makedirs(core)
-        with open(os.path.join(core, "__init__.py"), "w") as f:
-            f.write("import torch_ext_test_missing_dependency\n")
-        meta = os.path.join(tmp, "megatron_core-0.8.0.dist-info")
-        os.makedirs(meta)
-        with open(os.path.join(meta, "METADATA"), "w") as f:
-            f.write("Metadata-Version: 2.1\nName: megatron-core\nVersion: 0.8.0\n")
-        self.assertExpectedInline(run_patch(tmp, ""), """\
-torch_ext.megatron: megatron-core 0.8.0 is installed, but importing it fails with ModuleNotFoundError: No module named 'torch_ext_test_missing_dependency' (torch_ext.megatron is tested with megatron-core 0.12.1 to 0.19.2)""")
-
-    def test_not_installed(self):
-        """No megatron anywhere on sys.path (site-packages dropped after torch_ext is imported)."""
-        drop = "sys.path[:] = [p for p in sys.path if 'site-packages' not in p and 'dist-packages' not in p]"
-        self.assertExpectedInline(run_patch(self._tmp(), drop), """\
-torch_ext.megatron needs megatron-core, which is not installed (pip install megatron-core; tested with 0.12.1 to 0.19.2)""")
-
-    def _tmp(self):
+    def test_messages(self):
+        """In a fresh interpreter: an installed megatron-core whose import fails (as 0.8.0's does with setuptools
+        >= 81, which has no pkg_resources) gives its version and the import error's text; no megatron-core at
+        all says it is not installed."""
         import tempfile
 
-        d = tempfile.TemporaryDirectory()
-        self.addCleanup(d.cleanup)
-        return d.name
+        with tempfile.TemporaryDirectory() as tmp:
+            core = os.path.join(tmp, "megatron", "core")  # ahead of the real one on sys.path
+            os.makedirs(core)
+            with open(os.path.join(core, "__init__.py"), "w") as f:
+                f.write("import torch_ext_test_missing_dependency\n")
+            meta = os.path.join(tmp, "megatron_core-0.8.0.dist-info")
+            os.makedirs(meta)
+            with open(os.path.join(meta, "METADATA"), "w") as f:
+                f.write("Metadata-Version: 2.1\nName: megatron-core\nVersion: 0.8.0\n")
+            cwd = os.path.join(tmp, "cwd")  # sys.path[0] under -c: nothing to import there
+            os.makedirs(cwd)
+            torch_ext_dir = os.path.dirname(os.path.dirname(os.path.abspath(tm.__file__)))
+            out = subprocess.run([sys.executable, "-c", f"FAKE = {tmp!r}\n" + IMPORT_ERRORS], capture_output=True,
+                                 text=True, cwd=cwd, env=dict(os.environ, PYTHONPATH=torch_ext_dir), timeout=300)
+        assert out.returncode == 0, out.stderr[-3000:]
+        installed, missing = out.stdout.strip().splitlines()[-2:]
+        self.assertExpectedInline(installed, """\
+torch_ext.megatron: megatron-core 0.8.0 is installed, but importing it fails with ModuleNotFoundError: No module named 'torch_ext_test_missing_dependency' (torch_ext.megatron is tested with megatron-core 0.12.1 to 0.19.2)""")
+        self.assertExpectedInline(missing, """\
+torch_ext.megatron needs megatron-core, which is not installed (pip install megatron-core; tested with 0.12.1 to 0.19.2)""")
 
 
 def test_import_torch_ext_does_not_import_megatron(tmp_path):
