@@ -115,15 +115,16 @@ test-npu: npu-build
 	  $(CURDIR)/$(NPU_PY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) -c $(CURDIR)/pyproject.toml \
 	  $(addprefix $(CURDIR)/,$(NPU_TESTS))
 else
-test-npu:
-	$(PYTHON) tools/versions.py run $(TORCH_NPU) --tests $(NPU_TESTS)
+# other releases: the NPU suite, that build imported under other pairs, and autograd (whose C++ nodes differ by torch)
+test-npu: venv
+	$(PYTHON) tools/versions.py run $(TORCH_NPU) --tests $(NPU_TESTS) tests/test_version_mismatch.py tests/test_autograd.py
 endif
 
 # Every torch / torch_npu release of the supported range (tools/versions.py's table), each in its own venv and
 # runtime: tests/test_npu_*.py, test_ops.py, test_forward.py and test_autograd.py against the package installed with
 # README's Ascend command; one line per release and a table at the end (docs/platforms.md). VERSIONS=... runs some.
 VERSIONS ?=
-test-versions:
+test-versions: venv
 	$(PYTHON) tools/versions.py all $(VERSIONS)
 
 # AddressSanitizer + UBSan: the extension built with -fsanitize=address,undefined into build/asan (the normal

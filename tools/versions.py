@@ -44,6 +44,24 @@ ROWS = [
     ("2.13.0", "2.13.0", "3.11", "its release notes'"),
     ("2.14.0", "2.14.0", "3.12", "its release notes'"),
 ]
+# Tests a release cannot run, each with the reason (passed to pytest as --deselect; docs/platforms.md lists them).
+# Nothing else is deselected or skipped: a skip is a failure here, as in make test-npu.
+_NO_ASCEND950 = "its torch_npu predates the Ascend950: its SoC table has no Ascend950 name, and init rejects one"
+_ASCEND950_TESTS = [
+    "tests/test_npu_forward.py::test_benchmark_npu_mode_end_to_end",
+    "tests/test_npu_check.py::test_check_on_an_ascend950_without_a_logit_grad_kernel",
+    "tests/test_npu_path.py::test_soc_without_the_kernel_falls_back",
+    "tests/test_npu_path.py::test_soc_without_the_kernel_and_no_cpu_fallback",
+    "tests/test_npu_path.py::test_ascend950",
+    "tests/test_npu_path.py::test_status_report_without_kernels",
+]
+DESELECT = {
+    "2.6.0.post5": [(t, _NO_ASCEND950) for t in _ASCEND950_TESTS] + [
+        ("tests/test_npu_training.py::test_megatron_gpt_trains_on_npu",
+         "torch_npu 2.6 runs aten::nonzero (in Megatron's training step) through its acl_op route "
+         "(aclopCompileAndExecute, NonZero), which the fake CANN does not model: it fails loudly there"),
+    ],
+}
 MEGATRON = "megatron-core==0.16.1"  # as requirements-dev.txt
 TESTS_NPU = ["tests/test_npu_*.py", "tests/test_version_mismatch.py"]
 TESTS_ALL = TESTS_NPU + ["tests/test_ops.py", "tests/test_forward.py", "tests/test_autograd.py"]
@@ -67,11 +85,15 @@ def _installed(py, name):
 
 
 def _copy_tree(dst):
-    """The working tree as git sees it (tracked + untracked, ignored left out) into dst, replacing what was there."""
+    """The working tree as git sees it (tracked + untracked, ignored left out) into dst, replacing what was there
+    (copy2 keeps the modification times, so the kept build directory recompiles only what changed)."""
     files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                            check=True, capture_output=True).stdout.split(b"\0")
-    if os.path.exists(dst):
-        shutil.rmtree(dst)
+    if os.path.exists(dst):  # afresh, but for setuptools' build directory: an unchanged source is not recompiled
+        for name in os.listdir(dst):
+            if name != "build":
+                path = os.path.join(dst, name)
+                shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.remove(path)
     for f in files:
         if not f:
             continue
@@ -143,6 +165,8 @@ def run(release, tests, workers):
     report = os.path.join(base, "report.json")
     pytest = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={ROOT}",
               "-c", os.path.join(ROOT, "pyproject.toml"), "-n", str(workers)] + _expand(tests)
+    for test, _ in DESELECT.get(release, []):
+        pytest += ["--deselect", os.path.join(ROOT, test)]
     proc = subprocess.Popen(pytest, cwd=base, env=test_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     tail = []
@@ -186,7 +210,13 @@ def main():
     a.add_argument("releases", nargs="*", help="some of the releases (default: every one)")
     a.add_argument("--workers", default=os.environ.get("TEST_WORKERS", str(os.cpu_count() or 2)))
     sub.add_parser("table")
+    sub.add_parser("deselected")
     args = ap.parse_args()
+    if args.cmd == "deselected":
+        for release, tests in DESELECT.items():
+            for test, why in tests:
+                print(f"| {release} | `{test}` | {why} |")
+        return 0
     if args.cmd == "table":
         for npu, torch, python, cann in ROWS:
             print(f"| {npu} | {torch} | {cann} | {python} |")
