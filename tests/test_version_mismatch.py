@@ -92,6 +92,7 @@ ImportError: torch_ext._C was built against torch 2.5.1, but this environment ru
                 with open(path) as f:
                     info = json.load(f)
                 built["BUILT_TORCH"] = info["torch"]
+                built_python = info["python"]
                 if "torch_npu" in info:
                     built["BUILT_TORCH_NPU"] = info["torch_npu"]
         tried = 0
@@ -99,10 +100,15 @@ ImportError: torch_ext._C was built against torch 2.5.1, but this environment ru
             _copy_package(tmp)
             for python in runtimes:
                 probe = subprocess.run(
-                    [python, "-c", "import torch, importlib.metadata as m\n"
-                     "try: n = m.version('torch-npu')\nexcept Exception: n = ''\nprint(torch.__version__, n)"],
+                    [python, "-c", "import sys, torch, importlib.metadata as m\n"
+                     "try: n = m.version('torch-npu')\nexcept Exception: n = ''\n"
+                     "print('%d.%d' % sys.version_info[:2], torch.__version__, n)"],
                     capture_output=True, text=True, check=True, env=_clean_env())
-                torch_v, _, npu_v = probe.stdout.strip().partition(" ")
+                py_v, _, rest = probe.stdout.strip().partition(" ")
+                torch_v, _, npu_v = rest.partition(" ")
+                # a Python of another version does not see this build's _C_npu (its file name carries the Python
+                # version), so only _C is checked there
+                npu_module_seen = py_v == built_python
                 running = {"RUNNING_TORCH": torch_v}
                 if npu_v:
                     running["RUNNING_TORCH_NPU"] = npu_v
@@ -114,11 +120,11 @@ ImportError: torch_ext._C was built against torch 2.5.1, but this environment ru
                 self.assertNotEqual(code, 0, f"{python} imported a torch_ext built against {built}")
                 self.assertNotIn("undefined symbol", err)
                 message = _normalize(err, built, running)
-                if npu_v and "BUILT_TORCH_NPU" in built and same_torch:
+                if npu_v and "BUILT_TORCH_NPU" in built and same_torch and npu_module_seen:
                     expected = ("ImportError: torch_ext._C_npu was built against torch BUILT_TORCH and torch_npu "
                                 "BUILT_TORCH_NPU, but this environment runs torch RUNNING_TORCH and torch_npu "
                                 "RUNNING_TORCH_NPU.")
-                elif npu_v and "BUILT_TORCH_NPU" in built:
+                elif npu_v and "BUILT_TORCH_NPU" in built and npu_module_seen:
                     expected = ("ImportError: torch_ext._C was built against torch BUILT_TORCH; torch_ext._C_npu was "
                                 "built against torch BUILT_TORCH and torch_npu BUILT_TORCH_NPU, but this environment "
                                 "runs torch RUNNING_TORCH and torch_npu RUNNING_TORCH_NPU.")

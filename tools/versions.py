@@ -166,7 +166,7 @@ def run(release, tests, workers):
     pytest = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={ROOT}",
               "-c", os.path.join(ROOT, "pyproject.toml"), "-n", str(workers)] + _expand(tests)
     for test, _ in DESELECT.get(release, []):
-        pytest += ["--deselect", os.path.join(ROOT, test)]
+        pytest += ["--deselect", test]  # a node id relative to the rootdir (ROOT)
     proc = subprocess.Popen(pytest, cwd=base, env=test_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     tail = []
