@@ -144,7 +144,10 @@ def run(release, tests, workers):
     build_env = dict(env, NPU_EXT_KERNEL_VARIANTS="default", MAX_JOBS=env.get("MAX_JOBS", "2"))
     ccache = "/usr/lib/ccache"
     if os.path.isdir(ccache):
-        build_env.update(PATH=ccache + ":" + env["PATH"], CCACHE_NODIRECT="1", CCACHE_NOHASHDIR="1")
+        # the build runs inside the tree (src/build), so with the tree as base_dir ccache hashes relative paths and
+        # another clone's build of the same sources (CI's) takes these objects (-g0: no directory in them)
+        build_env.update(PATH=ccache + ":" + env["PATH"], CCACHE_NODIRECT="1", CCACHE_NOHASHDIR="1",
+                         CCACHE_BASEDIR=ROOT)
     # README's Ascend install command
     subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-build-isolation", "--no-deps", "."], cwd=src,
                    env=build_env, check=True)
