@@ -536,6 +536,8 @@ def test_ours_then_mindspeed():
         mindspeed_double.apply()
         assert tm.status() == expected_status(OURS, SOFTMAX_REPLACED)
         assert tm.patched() == [t for t in TARGETS if t not in SOFTMAX_TARGETS]
+        # MindSpeed's patch manager rebinds every module attribute that held what it replaced: ours here
+        assert tm.forward_fused_softmax is mindspeed_double.forward_fused_softmax
         calls, ops, _ = run_fused_softmax()
         assert calls["forward_fused_softmax"] == 1 and not ops  # MindSpeed's softmax wins
         check_mindspeed_objects()
