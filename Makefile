@@ -207,7 +207,7 @@ $(MCORE_BUILD)/.stamp: $(MCORE_VENV)/.stamp $(SOURCES)
 	rm -rf $(MCORE_BUILD)/src && mkdir -p $(MCORE_BUILD)/src && touch $@.start
 	git ls-files -z --cached --others --exclude-standard | \
 	  xargs -0 sh -c 'for f; do [ ! -f "$$f" ] || cp --parents "$$f" $(MCORE_BUILD)/src/; done' sh
-	cd $(MCORE_BUILD)/src && $(CCACHE_ENV) NPU_EXT_KERNEL_VARIANTS=default MAX_JOBS=$${MAX_JOBS:-2} \
+	cd $(MCORE_BUILD)/src && $(CCACHE_ENV) CCACHE_BASEDIR=$(CURDIR) NPU_EXT_KERNEL_VARIANTS=default MAX_JOBS=$${MAX_JOBS:-2} \
 	  $(CURDIR)/$(MCORE_VENV)/bin/python -m pip install --quiet --no-build-isolation --no-deps .
 	mv $@.start $@
 
