@@ -205,8 +205,7 @@ $(MCORE_VENV)/.stamp:
 
 $(MCORE_BUILD)/.stamp: $(MCORE_VENV)/.stamp $(SOURCES)
 	rm -rf $(MCORE_BUILD)/src && mkdir -p $(MCORE_BUILD)/src && touch $@.start
-	git ls-files -z --cached --others --exclude-standard | \
-	  xargs -0 sh -c 'for f; do [ ! -f "$$f" ] || cp --parents "$$f" $(MCORE_BUILD)/src/; done' sh
+	$(PYTHON) tools/versions.py copy-tree $(MCORE_BUILD)/src
 	cd $(MCORE_BUILD)/src && $(CCACHE_ENV) CCACHE_BASEDIR=$(CURDIR) NPU_EXT_KERNEL_VARIANTS=default MAX_JOBS=$${MAX_JOBS:-2} \
 	  $(CURDIR)/$(MCORE_VENV)/bin/python -m pip install --quiet --no-build-isolation --no-deps .
 	mv $@.start $@

@@ -4,6 +4,7 @@
   tools/versions.py run TORCH_NPU [--tests FILE ...]   one release (make test-npu TORCH_NPU=..., CI's version stages)
   tools/versions.py all                                 every release (make test-versions): one line each, a table
   tools/versions.py table                               the table of ROWS (README, docs/platforms.md)
+  tools/versions.py copy-tree DST                       the clean copy of step 3 (also make test-megatron's)
 
 For one release (TORCH_NPU is a torch_npu release, or "cpu-<torch>" for a torch without torch_npu):
  1. its venv, build/versions/<release>/venv: that Python, that torch (the package index's CUDA build, NVIDIA
@@ -214,7 +215,12 @@ def main():
     a.add_argument("--workers", default=os.environ.get("TEST_WORKERS", str(os.cpu_count() or 2)))
     sub.add_parser("table")
     sub.add_parser("deselected")
+    c = sub.add_parser("copy-tree", help="the working tree as git sees it into DST (make test-megatron's build)")
+    c.add_argument("dst")
     args = ap.parse_args()
+    if args.cmd == "copy-tree":
+        _copy_tree(os.path.abspath(args.dst))
+        return 0
     if args.cmd == "deselected":
         for release, tests in DESELECT.items():
             for test, why in tests:
