@@ -18,13 +18,11 @@
 #include <vector>
 
 #include "common/checks.h"
+#include "common/composite_utils.h"
 
 namespace npu_ext {
 namespace composite {
 namespace {
-
-at::Tensor opmath(const at::Tensor& t) { return t.to(at::toOpMathType(t.scalar_type())); }
-at::Tensor finish(const at::Tensor& r, at::ScalarType dtype) { return r.to(dtype).contiguous(); }
 
 constexpr double kSqrtHalf = 0.70710678118654752440;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;

@@ -16,20 +16,10 @@
 #include <vector>
 
 #include "common/checks.h"
+#include "common/composite_utils.h"
 
 namespace npu_ext {
 namespace composite {
-
-namespace {
-
-// t in its compute dtype: fp32 for fp16/bf16 (ATen's 16-bit kernels may round intermediates, e.g. logit's
-// x / (1 - x)), itself otherwise.
-at::Tensor opmath(const at::Tensor& t) { return t.to(at::toOpMathType(t.scalar_type())); }
-
-// The result as a contiguous tensor of `dtype`: one rounding for 16-bit inputs.
-at::Tensor finish(const at::Tensor& r, at::ScalarType dtype) { return r.to(dtype).contiguous(); }
-
-}  // namespace
 
 at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
   check_gelu(self, approximate);

@@ -9,6 +9,7 @@
 #include "common/checks.h"
 
 namespace npu_ext {
+namespace meta_impl {  // named: the unity build puts these beside csrc/cpu's kernels of the same names
 namespace {
 
 at::Tensor gelu_backward_v2(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
@@ -81,4 +82,5 @@ TORCH_LIBRARY_IMPL(npu_ext, Meta, m) {
   m.impl("logit_grad.out", &logit_grad_out);
 }
 
+}  // namespace meta_impl
 }  // namespace npu_ext

@@ -8,6 +8,7 @@
 #include "common/checks.h"
 
 namespace npu_ext {
+namespace meta_impl {  // named: the unity build puts these beside csrc/cpu's kernels of the same names
 namespace {
 
 at::Tensor same_shape(const at::Tensor& t) { return at::empty_symint(t.sym_sizes(), t.options()); }
@@ -49,4 +50,5 @@ TORCH_LIBRARY_IMPL(npu_ext, Meta, m) {
   m.impl("grouped_bias_add", &grouped_bias_add);
 }
 
+}  // namespace meta_impl
 }  // namespace npu_ext

@@ -13,6 +13,7 @@
 #include "npu/npu_common.h"
 
 namespace npu_ext {
+namespace gelu_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
 namespace {
 
 constexpr const char* kOp = "gelu";
@@ -55,4 +56,5 @@ at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
 
 TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) { m.impl("gelu", &gelu); }
 
+}  // namespace gelu_npu
 }  // namespace npu_ext

@@ -8,6 +8,7 @@
 #include <string>
 
 namespace npu_ext {
+namespace gelu_backward_v2_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
 namespace {
 
 constexpr const char* kOp = "gelu_backward_v2";
@@ -76,4 +77,5 @@ TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) {
   m.impl("gelu_backward_v2.out", &gelu_backward_v2_out);
 }
 
+}  // namespace gelu_backward_v2_npu
 }  // namespace npu_ext

@@ -20,6 +20,7 @@
 #include <vector>
 
 namespace npu_ext {
+namespace grouped_bias_add_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
 namespace {
 
 constexpr const char* kOp = "grouped_bias_add";
@@ -53,4 +54,5 @@ at::Tensor grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c
 
 TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) { m.impl("grouped_bias_add", &grouped_bias_add); }
 
+}  // namespace grouped_bias_add_npu
 }  // namespace npu_ext

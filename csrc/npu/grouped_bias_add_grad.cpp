@@ -15,6 +15,7 @@
 #include <vector>
 
 namespace npu_ext {
+namespace grouped_bias_add_grad_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
 namespace {
 
 constexpr const char* kOp = "grouped_bias_add_grad";
@@ -120,4 +121,5 @@ TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) {
   m.impl("grouped_bias_add_grad.out", &grouped_bias_add_grad_out);
 }
 
+}  // namespace grouped_bias_add_grad_npu
 }  // namespace npu_ext

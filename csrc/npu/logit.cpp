@@ -7,6 +7,7 @@
 #include "npu/npu_common.h"
 
 namespace npu_ext {
+namespace logit_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
 namespace {
 
 constexpr const char* kOp = "logit";
@@ -44,4 +45,5 @@ at::Tensor logit(const at::Tensor& self, c10::optional<double> eps) {
 
 TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) { m.impl("logit", &logit); }
 
+}  // namespace logit_npu
 }  // namespace npu_ext

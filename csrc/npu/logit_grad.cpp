@@ -8,6 +8,7 @@
 #include "npu/npu_common.h"
 
 namespace npu_ext {
+namespace logit_grad_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
 namespace {
 
 constexpr const char* kOp = "logit_grad";
@@ -66,4 +67,5 @@ TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) {
   m.impl("logit_grad.out", &logit_grad_out);
 }
 
+}  // namespace logit_grad_npu
 }  // namespace npu_ext

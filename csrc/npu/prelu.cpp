@@ -8,6 +8,7 @@
 #include "npu/npu_common.h"
 
 namespace npu_ext {
+namespace prelu_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
 namespace {
 
 constexpr const char* kOp = "prelu";
@@ -48,4 +49,5 @@ at::Tensor prelu(const at::Tensor& self, const at::Tensor& weight) {
 
 TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) { m.impl("prelu", &prelu); }
 
+}  // namespace prelu_npu
 }  // namespace npu_ext

@@ -9,6 +9,7 @@
 #include <vector>
 
 namespace npu_ext {
+namespace prelu_backward_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
 namespace {
 
 constexpr const char* kOp = "prelu_backward";
@@ -92,4 +93,5 @@ TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) {
   m.impl("prelu_backward.out", &prelu_backward_out);
 }
 
+}  // namespace prelu_backward_npu
 }  // namespace npu_ext

@@ -17,6 +17,7 @@
 #include "npu/npu_common.h"
 
 namespace npu_ext {
+namespace scaled_masked_softmax_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
 namespace {
 
 constexpr const char* kOp = "scaled_masked_softmax";
@@ -62,4 +63,5 @@ at::Tensor scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, do
 
 TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) { m.impl("scaled_masked_softmax", &scaled_masked_softmax); }
 
+}  // namespace scaled_masked_softmax_npu
 }  // namespace npu_ext

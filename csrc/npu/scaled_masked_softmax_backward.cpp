@@ -8,6 +8,7 @@
 #include "npu/npu_common.h"
 
 namespace npu_ext {
+namespace scaled_masked_softmax_backward_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
 namespace {
 
 constexpr const char* kOp = "scaled_masked_softmax_backward";
@@ -78,4 +79,5 @@ TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) {
   m.impl("scaled_masked_softmax_backward.out", &scaled_masked_softmax_backward_out);
 }
 
+}  // namespace scaled_masked_softmax_backward_npu
 }  // namespace npu_ext
