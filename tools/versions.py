@@ -56,14 +56,21 @@ _ASCEND950_TESTS = [
     "tests/test_npu_path.py::test_ascend950",
     "tests/test_npu_path.py::test_status_report_without_kernels",
 ]
+_ACL_OP_NONZERO = [("tests/test_npu_training.py::test_megatron_gpt_trains_on_npu",
+                    "its torch_npu runs aten::nonzero (a boolean-mask index_put_ in Megatron's cross entropy) through "
+                    "the acl_op route (aclopCompileAndExecute, NonZero), which the fake CANN does not model: it "
+                    "fails loudly there")]
 DESELECT = {
-    "2.6.0.post5": [(t, _NO_ASCEND950) for t in _ASCEND950_TESTS] + [
-        ("tests/test_npu_training.py::test_megatron_gpt_trains_on_npu",
-         "torch_npu 2.6 runs aten::nonzero (in Megatron's training step) through its acl_op route "
-         "(aclopCompileAndExecute, NonZero), which the fake CANN does not model: it fails loudly there"),
-    ],
+    "2.6.0.post5": [(t, _NO_ASCEND950) for t in _ASCEND950_TESTS] + _ACL_OP_NONZERO,
+    "2.7.1.post10": _ACL_OP_NONZERO,
 }
-MEGATRON = "megatron-core==0.16.1"  # as requirements-dev.txt
+# The megatron-core each release's venv holds (the NPU training tests import test_megatron's helpers; make test-npu
+# runs the Megatron tests on every release): make test's (requirements-dev.txt), but the newest torch_npu pairs with
+# the newest megatron-core, whose Python (3.12 from 0.17) it shares, so CI's 2.14.0 stage is also its megatron-core
+# 0.19.2 stage (make test-megatron tests any other pairing). 0.19 imports triton at import: an Ascend host has
+# triton-ascend; here the index's triton at torch 2.14's own pin, which imports without a GPU.
+MEGATRON = {"2.14.0": ["megatron-core==0.19.2", "triton~=3.8.0"]}
+MEGATRON_DEFAULT = ["megatron-core==0.16.1"]
 TESTS_NPU = ["tests/test_npu_*.py", "tests/test_version_mismatch.py"]
 TESTS_ALL = TESTS_NPU + ["tests/test_ops.py", "tests/test_forward.py", "tests/test_autograd.py"]
 
@@ -125,8 +132,8 @@ def run(release, tests, workers):
     cmd = [sys.executable, os.path.join(HERE, "torch_venv.py"), venv, "--python", python, "--torch", torch_release]
     if not cpu_only:
         cmd += ["--torch-npu", npu_release]
-    # megatron-core: the NPU training tests import test_megatron's helpers (its only other requirement is torch)
-    cmd += ["--pip", "packaging>=24.2", "--pip-no-deps", MEGATRON]
+    # megatron-core (MEGATRON), with packaging, its only other requirement the tests need besides torch
+    cmd += ["--pip", "packaging>=24.2", "--pip-no-deps", *MEGATRON.get(release, MEGATRON_DEFAULT)]
     subprocess.run(cmd, check=True)
 
     env = dict(os.environ)
@@ -180,11 +187,12 @@ def run(release, tests, workers):
     proc.wait()
     seconds = time.time() - t0
     counts = _counts(tail, proc)
+    mcore = _installed(py, "megatron-core")
     line = (f"torch_npu {npu_release if not cpu_only else '-'} | torch {after[0]} | Python {python} | "
-            f"{counts} | {seconds:.0f} s")
+            f"megatron-core {mcore} | {counts} | {seconds:.0f} s")
     with open(report, "w") as f:
         json.dump({"release": release, "torch": after[0], "torch_npu": after[1], "python": python,
-                   "result": counts, "seconds": round(seconds), "exit": proc.returncode}, f)
+                   "megatron_core": mcore, "result": counts, "seconds": round(seconds), "exit": proc.returncode}, f)
     print(f"versions: {line}", flush=True)
     return proc.returncode
 
