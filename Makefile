@@ -116,9 +116,11 @@ test-npu: npu-build
 	  $(CURDIR)/$(NPU_PY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) -c $(CURDIR)/pyproject.toml \
 	  $(addprefix $(CURDIR)/,$(NPU_TESTS))
 else
-# other releases: the NPU suite, that build imported under other pairs, and autograd (whose C++ nodes differ by torch)
+# other releases: the NPU suite, that build imported under other pairs, autograd (whose C++ nodes differ by torch)
+# and the Megatron tests against the release's megatron-core (tools/versions.py MEGATRON: 0.19.2 beside 2.14.0)
 test-npu: venv
-	$(PYTHON) tools/versions.py run $(TORCH_NPU) --tests $(NPU_TESTS) tests/test_version_mismatch.py tests/test_autograd.py
+	$(PYTHON) tools/versions.py run $(TORCH_NPU) --tests $(NPU_TESTS) tests/test_version_mismatch.py tests/test_autograd.py \
+	  tests/test_megatron.py tests/test_megatron_tp.py
 endif
 
 # Every torch / torch_npu release of the supported range (tools/versions.py's table), each in its own venv and
