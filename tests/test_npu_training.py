@@ -9,6 +9,8 @@
 * ``torch_ext.megatron.patch()`` on npu tensors: FusedScaleMaskSoftmax, bias_gelu_impl and
   TEGroupedMLP._apply_bias against Megatron's own (unpatched) torch path on the CPU (tests/test_megatron.py's
   helpers).
+* ``aten::nonzero`` and boolean-mask indexing on npu tensors (the data-dependent-shape route Megatron's cross
+  entropy takes) against a coordinate oracle.
 * examples/megatron_gpt.py's GPT trained on the npu device through patch(), its losses against the CPU run's.
 
 Run: ``make test-npu NPU_TESTS=tests/test_npu_training.py``. Skipped (the whole module) where torch_npu cannot be
@@ -678,6 +680,63 @@ def _train(example, device, monkeypatch):
             tm.unpatch()
     monkeypatch.setattr(torch.optim.Adam, "step", step)
     return losses, grads, log
+
+
+def _nonzero_oracle(x):
+    """The coordinates of x's nonzero elements in row-major order, read element by element in float64 (a float is
+    nonzero unless it is +0 or -0; NaN is nonzero)."""
+    flat = x.to(f64).flatten().tolist()
+    coords = []
+    for i, v in enumerate(flat):
+        if v != 0:  # NaN != 0
+            c = []
+            for d in reversed(x.shape):
+                c.append(i % d)
+                i //= d
+            coords.append(c[::-1])
+    return torch.tensor(coords, dtype=torch.long).reshape(len(coords), x.dim())
+
+
+@pytest.mark.parametrize("case", ["bool", "fp16", "bf16", "int64_3d", "strided", "empty", "none_set"])
+def test_nonzero_and_boolean_mask_indexing_on_npu(case):
+    """aten::nonzero and a boolean-mask index / index_put_ on npu tensors (Megatron's cross entropy masks its
+    targets so): torch_npu's data-dependent-shape route (aclnnNonzero for nonzero, aclnnNonzeroV2's transposed
+    layout inside op-plugin's mask indexing: every read, and the write on torch_npu before 2.13; the output shape
+    read back with aclGetViewShape) gives the oracle's coordinates, and the mask writes and reads the oracle's
+    elements."""
+    g = torch.Generator().manual_seed(5)
+    x = {
+        "bool": torch.rand(4, 7, generator=g) < 0.4,
+        "fp16": torch.tensor([[0.0, -0.0, float("nan")], [1.0, 0.0, -2.0], [float("inf"), 6e-8, 0.0]]).half(),
+        "bf16": torch.tensor([[0.0, -0.0, float("nan")], [1.0, 0.0, -2.0]]).bfloat16(),
+        "int64_3d": torch.arange(60).reshape(3, 4, 5) % 3,
+        "strided": torch.rand(6, 9, generator=g) < 0.5,  # a strided view on the device, below
+        "empty": torch.zeros(0, 5, dtype=torch.bool),
+        "none_set": torch.zeros(3, 4, dtype=torch.bool),
+    }[case]
+    x_npu = x.npu()
+    if case == "strided":
+        x, x_npu = x[1::2, ::3], x_npu[1::2, ::3]
+    expected = _nonzero_oracle(x)
+    before = {api: aclnn_calls(api) for api in ("aclnnNonzero", "aclnnNonzeroV2")}
+    got = torch.nonzero(x_npu)
+    assert got.device.type == NPU
+    assert torch.equal(got.cpu(), expected), (got.cpu(), expected)
+    if before["aclnnNonzero"] is not None and x.numel() > 0:  # the fake CANN: the aclnn operator launched
+        assert aclnn_calls("aclnnNonzero") > before["aclnnNonzero"]
+    mask = x_npu != 0
+    values = torch.arange(1, x.numel() + 1, dtype=torch.float32).reshape(x.shape)
+    on_npu = torch.zeros(x.shape).npu()
+    on_npu[mask] = 2.0  # index_put_ with a boolean mask
+    written = torch.zeros(x.shape, dtype=f64)
+    for c in expected.tolist():
+        written[tuple(c)] = 2.0
+    assert torch.equal(on_npu.cpu().to(f64), written)
+    read = values.npu()[mask]  # index with a boolean mask
+    assert torch.equal(read.cpu(), torch.stack([values[tuple(c)] for c in expected.tolist()])
+                       if len(expected) else torch.zeros(0))
+    if before["aclnnNonzeroV2"] is not None and x.numel() > 0:  # the mask read went through it (every release)
+        assert aclnn_calls("aclnnNonzeroV2") > before["aclnnNonzeroV2"]
 
 
 def test_megatron_gpt_trains_on_npu(monkeypatch):

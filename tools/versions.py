@@ -56,13 +56,7 @@ _ASCEND950_TESTS = [
     "tests/test_npu_path.py::test_ascend950",
     "tests/test_npu_path.py::test_status_report_without_kernels",
 ]
-_ACL_OP_NONZERO = [("tests/test_npu_training.py::test_megatron_gpt_trains_on_npu",
-                    "its torch_npu (before 2.13) runs aten::nonzero (a boolean-mask index_put_ in Megatron's cross "
-                    "entropy) through the acl_op route (aclopCompileAndExecute, NonZero), which the fake CANN does "
-                    "not model: it fails loudly there")]
-DESELECT = {r[0]: list(_ACL_OP_NONZERO) for r in ROWS
-            if not r[0].startswith("cpu-") and tuple(int(v) for v in r[1].split(".")[:2]) < (2, 13)}
-DESELECT["2.6.0.post5"] = [(t, _NO_ASCEND950) for t in _ASCEND950_TESTS] + DESELECT["2.6.0.post5"]
+DESELECT = {"2.6.0.post5": [(t, _NO_ASCEND950) for t in _ASCEND950_TESTS]}
 # The megatron-core each release's venv holds (the NPU training tests import test_megatron's helpers; make test-npu
 # runs the Megatron tests on every release): make test's (requirements-dev.txt), but the newest torch_npu pairs with
 # the newest megatron-core, whose Python (3.12 from 0.17) it shares, so CI's 2.14.0 stage is also its megatron-core

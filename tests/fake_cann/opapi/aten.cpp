@@ -17,7 +17,10 @@
 // new test once with NPU_FAKE_SOC=Ascend950PR_9599 to have every aclnn operator it needs named.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <array>
+#include <limits>
+#include <numeric>
 #include <functional>
 #include <string>
 
@@ -136,6 +139,44 @@ void layer_norm_backward(const aclTensor* grad, const aclTensor* input, const ac
   if (m[0]) W(grad_input, std::get<0>(r));
   if (m[1]) W(grad_weight, std::get<1>(r));
   if (m[2]) W(grad_bias, std::get<2>(r));
+}
+
+// aclnnNonzero (out [N, D]) and aclnnNonzeroV2 (out [D, N], the transposed layout op-plugin's boolean-mask indexing
+// asks for): a data-dependent output shape. op-plugin allocates out at the most it can be ([numel, D] or [D, numel],
+// contiguous), launches synchronously and reads the true shape back with aclGetViewShape (nnopbase.cpp); the kernel
+// writes the coordinates compactly in that shape. torch_npu takes these for aten::nonzero and for a boolean-mask
+// index or index_put_ (Megatron's cross entropy). As the real op_api (ops-nn index/non_zero/op_api/aclnn_nonzero.cpp,
+// aclnn_nonzero_v2.cpp; an Atlas A2): phase 1 checks the dtypes (self from the A2 list, out int64), the ranks (8 at
+// most) and that no dimension passes int32; an empty self or out launches nothing and leaves out's shape as it came.
+int nonzero_phase1(const char* api, bool transpose, const aclTensor* self, aclTensor* out, uint64_t* workspaceSize,
+                   aclOpExecutor** executor) {
+  const std::string name(api);
+  if (self == nullptr || out == nullptr) {
+    count(name + "GetWorkspaceSize");
+    return reject(kNullptr, name + ": self or out is a null pointer.");
+  }
+  // float, float16, int8, int32, uint8, int16, int64, double, bool, bfloat16 (V2 also takes the unsigned 16-64 bit
+  // types, which torch_npu does not make)
+  static constexpr std::array<int32_t, 10> kSelf = {0, 1, 2, 3, 4, 6, 9, 11, 12, 27};
+  const bool dims_ok = std::all_of(self->sizes.begin(), self->sizes.end(),
+                                   [](int64_t d) { return d <= std::numeric_limits<int32_t>::max(); });
+  if (std::find(kSelf.begin(), kSelf.end(), self->dtype) == kSelf.end() || out->dtype != 9 ||
+      static_cast<int64_t>(self->sizes.size()) > kMaxDims || static_cast<int64_t>(out->sizes.size()) > kMaxDims ||
+      !dims_ok) {
+    count(name + "GetWorkspaceSize");
+    return reject(kInvalid, name + ": self's dtype or shape is not supported, or out is not int64 of rank 8 at most.");
+  }
+  const auto numel = [](const aclTensor* t) {
+    return std::accumulate(t->sizes.begin(), t->sizes.end(), int64_t{1}, std::multiplies<int64_t>());
+  };
+  if (numel(self) == 0 || numel(out) == 0) return queue(api, [] {}, workspaceSize, executor);
+  return queue(api, [=]() {
+    const at::Tensor idx = at::nonzero(T(self));  // [N, D], row-major order
+    const at::Tensor y = transpose ? idx.t() : idx;
+    out->sizes = {y.size(0), y.size(1)};
+    out->strides = {y.size(1), 1};
+    W(out, y);
+  }, workspaceSize, executor);
 }
 
 }  // namespace
@@ -299,6 +340,19 @@ FAKE_OP(Index, (const aclTensor* self, const aclTensorList* indices, aclTensor* 
         W(out, at::index(T(self), index_list(indices))))
 FAKE_OP(IndexPutImpl, (aclTensor* self, const aclTensorList* indices, const aclTensor* values, bool accumulate,
                        bool unsafe, WS), T(self).index_put_(index_list(indices), T(values), accumulate))
+int aclnnNonzeroGetWorkspaceSize(const aclTensor* self, aclTensor* out, WS) {
+  return fake::nonzero_phase1("aclnnNonzero", false, self, out, workspaceSize, executor);
+}
+int aclnnNonzero(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void*) {
+  return phase2("aclnnNonzero", workspace, workspaceSize, executor);
+}
+int aclnnNonzeroV2GetWorkspaceSize(const aclTensor* self, aclTensor* out, WS) {
+  return fake::nonzero_phase1("aclnnNonzeroV2", true, self, out, workspaceSize, executor);
+}
+int aclnnNonzeroV2(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void*) {
+  return phase2("aclnnNonzeroV2", workspace, workspaceSize, executor);
+}
+
 FAKE_OP(Cat, (const aclTensorList* tensors, int64_t dim, aclTensor* out, WS),
         W(out, at::cat(tensor_list(tensors), dim)))
 FAKE_OP(Stack, (const aclTensorList* tensors, int64_t dim, aclTensor* out, WS),
