@@ -739,6 +739,14 @@ def test_nonzero_and_boolean_mask_indexing_on_npu(case):
         assert aclnn_calls("aclnnNonzeroV2") > before["aclnnNonzeroV2"]
 
 
+def test_nonzero_refuses_a_dtype_its_operator_does_not_take():
+    """aclnnNonzero takes no complex input (its A2 dtype list): phase 1 refuses it (161002) and torch_npu raises,
+    naming the operator, instead of computing it."""
+    x = torch.tensor([1 + 1j, 0j, 2j], dtype=torch.complex64).npu()
+    with pytest.raises(RuntimeError, match=r"aclnnNonzero failed, error code is 161002"):
+        torch.nonzero(x)
+
+
 def test_megatron_gpt_trains_on_npu(monkeypatch):
     """examples/megatron_gpt.py's bf16 GPT (train_gpt(device="npu")) through patch() on the npu device: the npu_ext
     ops run on npu tensors as aclnn operators, it learns, and its losses and first-step gradients equal the same

@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <array>
 #include <limits>
-#include <numeric>
 #include <functional>
 #include <string>
 
@@ -155,20 +154,17 @@ int nonzero_phase1(const char* api, bool transpose, const aclTensor* self, aclTe
     count(name + "GetWorkspaceSize");
     return reject(kNullptr, name + ": self or out is a null pointer.");
   }
-  // float, float16, int8, int32, uint8, int16, int64, double, bool, bfloat16 (V2 also takes the unsigned 16-64 bit
-  // types, which torch_npu does not make)
-  static constexpr std::array<int32_t, 10> kSelf = {0, 1, 2, 3, 4, 6, 9, 11, 12, 27};
+  // the A2 list (V2 also takes the unsigned 16-64 bit types, which torch_npu does not make)
+  static constexpr std::array<int32_t, 10> kSelf = {DType::F32, F16, 2 /* int8 */, I32, 4 /* uint8 */,
+                                                    6 /* int16 */, I64, F64, BOOL, BF16};
   const bool dims_ok = std::all_of(self->sizes.begin(), self->sizes.end(),
                                    [](int64_t d) { return d <= std::numeric_limits<int32_t>::max(); });
-  if (std::find(kSelf.begin(), kSelf.end(), self->dtype) == kSelf.end() || out->dtype != 9 ||
+  if (std::find(kSelf.begin(), kSelf.end(), self->dtype) == kSelf.end() || out->dtype != I64 ||
       static_cast<int64_t>(self->sizes.size()) > kMaxDims || static_cast<int64_t>(out->sizes.size()) > kMaxDims ||
       !dims_ok) {
     count(name + "GetWorkspaceSize");
     return reject(kInvalid, name + ": self's dtype or shape is not supported, or out is not int64 of rank 8 at most.");
   }
-  const auto numel = [](const aclTensor* t) {
-    return std::accumulate(t->sizes.begin(), t->sizes.end(), int64_t{1}, std::multiplies<int64_t>());
-  };
   if (numel(self) == 0 || numel(out) == 0) return queue(api, [] {}, workspaceSize, executor);
   return queue(api, [=]() {
     const at::Tensor idx = at::nonzero(T(self));  // [N, D], row-major order
