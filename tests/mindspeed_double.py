@@ -17,9 +17,12 @@ What MindSpeed replaces there, and so what ``apply()`` replaces:
 What it leaves alone: ``bias_gelu_impl`` (MindSpeed's modules import Megatron's by name; so does this module,
 ``bias_gelu_impl`` below) and ``TEGroupedMLP._apply_bias``.
 
-How it replaces (MindSpeed's patch manager, mindspeed/patch_utils.py, as documented there): the attribute is set
-on its owner (module or class), then every loaded module that has an attribute of the same name holding the
-object that was there gets the new one. ``remove()`` puts back what ``apply()`` found.
+How it replaces (MindSpeed's patch manager, mindspeed/patch_utils.py, as the real MindSpeed of make test-mindspeed
+behaves): ``apply()`` sets the attribute on its owner (module or class), then every loaded module that has an
+attribute of the target's name holding the object that was there gets the new one (this module's own included, as
+the real manager's scan spares no module). The object found at the first ``apply()`` is the original for good.
+``remove()`` puts that original back wherever the double's object still is; ``repatch()`` is MindSpeed's
+``repatch()``: ``remove()``, then ``apply()`` again over whatever is there by then (ours, after patch()).
 """
 
 import collections
@@ -32,21 +35,19 @@ import torch
 from megatron.core.fusions.fused_bias_gelu import bias_gelu_impl  # noqa: F401
 
 CALLS = collections.Counter()  # the double's softmax entry points, by name
-_saved = []  # (target name, owner, attribute, previous object, new object, modules rebound)
+_originals = {}  # target name -> (owner, attribute, the object the first apply() found), kept across repatch()
+_applied = []  # target names whose double's object apply() put in place, in order
 
 
 def _set(target, owner, name, new):
     """MindSpeed's way: the owner's attribute, then every module attribute of that name holding the old object."""
     old = getattr(owner, name)
+    _originals.setdefault(target, (owner, name, old))
     setattr(owner, name, new)
-    rebound = []
     for mod in list(sys.modules.values()):
-        if mod is sys.modules[__name__] or not isinstance(getattr(mod, "__dict__", None), dict):
-            continue
-        if vars(mod).get(name, None) is old and mod is not owner:
+        if isinstance(getattr(mod, "__dict__", None), dict) and vars(mod).get(name, None) is old:
             setattr(mod, name, new)
-            rebound.append(mod)
-    _saved.append((target, owner, name, old, new, rebound))
+    _applied.append(target)
 
 
 def _torch_softmax(x, mask, scale, causal):
@@ -105,35 +106,64 @@ class ScaledSoftmax:
         return _torch_softmax(input, None, scale, False)
 
 
-def apply():
-    """Makes the double's replacements (idempotent); returns their names."""
-    if _saved:
-        return replaced()
+def _objects():
+    """(target name, owner, attribute, the double's object) for each replacement this megatron-core has."""
     softmax = "megatron.core.fusions.fused_softmax"
     fused_softmax = importlib.import_module(softmax)
     experts = importlib.import_module("megatron.core.transformer.moe.experts")
-    for cls in (ScaledUpperTriangMaskedSoftmax, ScaledMaskedSoftmax, ScaledSoftmax):
-        _set(f"{softmax}.{cls.__name__}", fused_softmax, cls.__name__, cls)
-    for fn in (is_kernel_available, forward_fused_softmax):
-        _set(f"{softmax}.FusedScaleMaskSoftmax.{fn.__name__}", fused_softmax.FusedScaleMaskSoftmax, fn.__name__, fn)
-    if hasattr(experts, "GroupedMLP"):  # megatron-core < 0.17
-        gmm = type("GmmExperts", (experts.GroupedMLP,), {"__doc__": "The double's gmm experts.",
-                                                          "__module__": __name__})
-        _set("megatron.core.transformer.moe.experts.GroupedMLP", experts, "GroupedMLP", gmm)
+    out = [(f"{softmax}.{cls.__name__}", fused_softmax, cls.__name__, cls)
+           for cls in (ScaledUpperTriangMaskedSoftmax, ScaledMaskedSoftmax, ScaledSoftmax)]
+    out += [(f"{softmax}.FusedScaleMaskSoftmax.{fn.__name__}", fused_softmax.FusedScaleMaskSoftmax, fn.__name__, fn)
+            for fn in (is_kernel_available, forward_fused_softmax)]
+    if hasattr(experts, "GroupedMLP"):  # megatron-core < 0.17: a subclass of the original, made once
+        global _GMM
+        if _GMM is None:
+            _GMM = type("GmmExperts", (experts.GroupedMLP,), {"__doc__": "The double's gmm experts.",
+                                                              "__module__": __name__})
+        out.append(("megatron.core.transformer.moe.experts.GroupedMLP", experts, "GroupedMLP", _GMM))
+    return out
+
+
+_GMM = None
+
+
+def apply():
+    """Makes the double's replacements (idempotent); returns their names."""
+    if not _applied:
+        for target, owner, name, new in _objects():
+            _set(target, owner, name, new)
     return replaced()
 
 
 def replaced():
     """The targets ("module.attribute.path") the double has replaced, in order."""
-    return [entry[0] for entry in _saved]
+    return list(_applied)
 
 
 def remove():
-    """Puts back what apply() found, where the double's object is still there."""
-    while _saved:
-        _, owner, name, old, new, rebound = _saved.pop()
-        if vars(owner).get(name) is new:
-            setattr(owner, name, old)
-        for mod in rebound:
-            if vars(mod).get(name) is new:
-                setattr(mod, name, old)
+    """MindSpeed's remove_patches(): the original of the first apply() back wherever the double's object is (the
+    owner and every module attribute of that name, but in modules whose name has "mindspeed", which hold
+    MindSpeed's own functions: this one's)."""
+    for target, owner, name, new in reversed(_objects()):
+        if target not in _applied:
+            continue
+        _, _, old = _originals[target]
+        for holder in [owner] + [m for key, m in list(sys.modules.items()) if "mindspeed" not in key
+                                 and isinstance(getattr(m, "__dict__", None), dict)]:
+            if vars(holder).get(name, None) is new:
+                setattr(holder, name, old)
+    _applied.clear()
+
+
+def repatch():
+    """MindSpeed's repatch(): remove(), then apply() over whatever is there now."""
+    remove()
+    return apply()
+
+
+def reset():
+    """Forgets the originals (the tests' cleanup, after remove() and the objects put back)."""
+    global _GMM
+    remove()
+    _originals.clear()
+    _GMM = None

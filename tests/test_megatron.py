@@ -110,10 +110,15 @@ def patched():
     tm.unpatch()
 
 
+# torch_ext.megatron's own functions (the replacements among them), which no scan (ours, MindSpeed's) may rebind
+OUR_FUNCTIONS = {name: f for name, f in vars(tm).items() if inspect.isfunction(f)}
+
+
 @pytest.fixture(autouse=True)
 def _always_unpatched():
     yield
     tm.unpatch()
+    assert {name: vars(tm)[name] for name in OUR_FUNCTIONS} == OUR_FUNCTIONS
     assert original_state() == dict(ORIGINALS, **{"mlp.bias_gelu_impl": ORIGINALS["bias_gelu_impl"],
                                                   "shared_experts.bias_gelu_impl": ORIGINALS["bias_gelu_impl"]})
     assert getattr(megatron_experts, "GroupedMLP", None) is GROUPED_MLP
@@ -249,7 +254,7 @@ def test_other_cases_stay_on_megatron_torch_path(patched, case):
         offset = torch.zeros(np_)
     if case == "window_size":  # Megatron's torch path builds the window mask on cuda: the routing only
         assert not module.is_kernel_available(mask, b, np_, sq, sk)
-        assert vars(FusedScaleMaskSoftmax)["is_kernel_available"] is tm.is_kernel_available
+        assert vars(FusedScaleMaskSoftmax)["is_kernel_available"] is tm._softmax_gate
         return
     log = OpLog()
     with log:
@@ -284,7 +289,7 @@ def test_bias_gelu_matches_megatron(patched, dtype):
     dy = torch.randn(6, 5, 16, generator=g).to(dtype)
     # every module that imported it by name calls ours now
     assert megatron_mlp.bias_gelu_impl is shared_experts.bias_gelu_impl is fused_bias_gelu.bias_gelu_impl \
-        is tm.bias_gelu_impl
+        is tm._bias_gelu
     ours = [t.clone().requires_grad_() for t in (x, b)]
     log = OpLog()
     with log:
@@ -294,7 +299,7 @@ def test_bias_gelu_matches_megatron(patched, dtype):
     y_theirs = eager(ORIGINALS["bias_gelu_impl"], *theirs, grad=dy)
     ref = [t.to(f64).requires_grad_() for t in (x, b)]  # Megatron's formulas in float64
     y_ref = eager(ORIGINALS["bias_gelu_impl"], *ref, grad=dy.to(f64))
-    y_ours = tm.bias_gelu_impl(x, b)
+    y_ours = tm._bias_gelu(x, b)
     # Megatron's original in fp16/bf16 rounds every intermediate; ours computes in fp32 and rounds once. So: ours
     # is accurate (SPEC metric against float64), and nowhere farther from float64 than Megatron's own result,
     # beyond a few ulps.
@@ -348,7 +353,7 @@ def test_expert_bias_matches_megatron(patched, dtype, bias_kind):
         return y, xs.grad, bs, ps.grad, log
 
     apply_bias = megatron_experts.TEGroupedMLP._apply_bias
-    assert apply_bias is tm._apply_bias
+    assert apply_bias is tm._expert_bias
     y, dx, bs, dp, log = run(apply_bias)
     assert {"npu_ext.grouped_bias_add.default", "npu_ext.grouped_bias_add_grad.default"} <= log.npu_ext()
     y0, dx0, bs0, dp0, _ = run(ORIGINALS["_apply_bias"].__func__)
@@ -380,8 +385,8 @@ def test_patch_unpatch_restore_everything():
     first = tm.patch()
     assert first == TARGETS
     assert tm.patch() == first  # idempotent
-    assert fused_bias_gelu.bias_gelu_impl is megatron_mlp.bias_gelu_impl is tm.bias_gelu_impl
-    assert vars(FusedScaleMaskSoftmax)["is_kernel_available"] is tm.is_kernel_available
+    assert fused_bias_gelu.bias_gelu_impl is megatron_mlp.bias_gelu_impl is tm._bias_gelu
+    assert vars(FusedScaleMaskSoftmax)["is_kernel_available"] is tm._softmax_gate
     tm.unpatch()
     tm.unpatch()  # idempotent
     assert tm.patched() == []
@@ -397,7 +402,7 @@ def test_unpatch_reaches_modules_imported_after_patch():
     late.bias_gelu_impl = fused_bias_gelu.bias_gelu_impl  # `from ... import bias_gelu_impl` after patch()
     sys.modules["late_user_module"] = late
     try:
-        assert late.bias_gelu_impl is tm.bias_gelu_impl
+        assert late.bias_gelu_impl is tm._bias_gelu
         tm.unpatch()
         assert late.bias_gelu_impl is ORIGINALS["bias_gelu_impl"]
     finally:
@@ -461,8 +466,8 @@ def test_status_tells_a_wrapper_from_megatrons_own():
         FusedScaleMaskSoftmax.is_kernel_available = wrapper
         assert tm.status() == expected_status({IS_KERNEL_AVAILABLE: tm.REPLACED})
         tm.patch()
-        FusedScaleMaskSoftmax.is_kernel_available = functools.wraps(tm.is_kernel_available)(
-            lambda *a: tm.is_kernel_available(*a))
+        FusedScaleMaskSoftmax.is_kernel_available = functools.wraps(tm._softmax_gate)(
+            lambda *a: tm._softmax_gate(*a))
         assert tm.status() == expected_status(OURS, {IS_KERNEL_AVAILABLE: tm.REPLACED})
         assert IS_KERNEL_AVAILABLE not in tm.patched()
     finally:
@@ -515,7 +520,7 @@ def test_mindspeed_then_ours():
         assert "forward_fused_softmax" not in calls and "is_kernel_available" not in calls
         assert ops == {"npu_ext.scaled_masked_softmax.default", "npu_ext.scaled_masked_softmax_backward.default"}
         # MindSpeed's modules hold bias_gelu_impl by name: ours now
-        assert mindspeed_double.bias_gelu_impl is tm.bias_gelu_impl
+        assert mindspeed_double.bias_gelu_impl is tm._bias_gelu
         check_mindspeed_objects()
 
         tm.unpatch()
@@ -525,7 +530,7 @@ def test_mindspeed_then_ours():
         check_mindspeed_objects()
     finally:
         tm.unpatch()
-        mindspeed_double.remove()
+        mindspeed_double.reset()
 
 
 def test_ours_then_mindspeed():
@@ -536,8 +541,9 @@ def test_ours_then_mindspeed():
         mindspeed_double.apply()
         assert tm.status() == expected_status(OURS, SOFTMAX_REPLACED)
         assert tm.patched() == [t for t in TARGETS if t not in SOFTMAX_TARGETS]
-        # MindSpeed's patch manager rebinds every module attribute that held what it replaced: ours here
-        assert tm.forward_fused_softmax is mindspeed_double.forward_fused_softmax
+        # MindSpeed's patch manager rebinds every module attribute named like its target that held what it
+        # replaced (ours here): torch_ext.megatron holds ours under names of its own, which it leaves alone
+        assert vars(tm)["_softmax_forward"] is OUR_FUNCTIONS["_softmax_forward"]
         calls, ops, _ = run_fused_softmax()
         assert calls["forward_fused_softmax"] == 1 and not ops  # MindSpeed's softmax wins
         check_mindspeed_objects()
@@ -548,7 +554,60 @@ def test_ours_then_mindspeed():
         assert fused_bias_gelu.bias_gelu_impl is mindspeed_double.bias_gelu_impl is ORIGINALS["bias_gelu_impl"]
     finally:
         tm.unpatch()
-        mindspeed_double.remove()  # puts back what it found: ours, which unpatch() no longer knows of
+        mindspeed_double.reset()  # puts back what it found: ours, which unpatch() no longer knows of
+        FusedScaleMaskSoftmax.is_kernel_available = ORIGINALS["is_kernel_available"]
+        FusedScaleMaskSoftmax.forward_fused_softmax = ORIGINALS["forward_fused_softmax"]
+
+
+def test_mindspeed_repatch_then_patch_again():
+    """MindSpeed, patch(), MindSpeed's repatch() (RL frameworks call it), patch() again: the repatch puts MindSpeed's
+    softmax over ours (status() says so), the second patch() puts ours back on every target, and unpatch() then
+    gives MindSpeed's back. Fails with a patch() that returns early once it has patched (0.4's)."""
+    try:
+        mindspeed_double.apply()
+        assert tm.patch() == TARGETS
+        mindspeed_double.repatch()
+        assert tm.status() == expected_status(OURS, SOFTMAX_REPLACED)
+        assert tm.patched() == [t for t in TARGETS if t not in SOFTMAX_TARGETS]
+        calls, ops, _ = run_fused_softmax()
+        assert calls["forward_fused_softmax"] == 1 and not ops  # MindSpeed's softmax runs
+        assert vars(tm)["_softmax_forward"] is OUR_FUNCTIONS["_softmax_forward"]
+
+        assert tm.patch() == TARGETS
+        assert tm.status() == expected_status(OURS)
+        calls, ops, _ = run_fused_softmax()
+        assert "forward_fused_softmax" not in calls
+        assert ops == {"npu_ext.scaled_masked_softmax.default", "npu_ext.scaled_masked_softmax_backward.default"}
+        assert tm.patch() == TARGETS  # nothing left to change
+
+        tm.unpatch()
+        assert tm.status() == expected_status(SOFTMAX_REPLACED)
+        assert vars(FusedScaleMaskSoftmax)["forward_fused_softmax"] is mindspeed_double.forward_fused_softmax
+        assert vars(FusedScaleMaskSoftmax)["is_kernel_available"] is mindspeed_double.is_kernel_available
+        assert fused_bias_gelu.bias_gelu_impl is mindspeed_double.bias_gelu_impl is ORIGINALS["bias_gelu_impl"]
+        check_mindspeed_objects()
+    finally:
+        tm.unpatch()
+        mindspeed_double.reset()
+
+
+def test_ours_then_mindspeed_then_ours_again():
+    """patch(), MindSpeed's adaptor, patch() again: ours back in place, and unpatch() gives back what our latest
+    replacement found, MindSpeed's, never Megatron's over MindSpeed's (what the first patch() found)."""
+    try:
+        tm.patch()
+        mindspeed_double.apply()
+        assert tm.status() == expected_status(OURS, SOFTMAX_REPLACED)
+        assert tm.patch() == TARGETS
+        assert tm.status() == expected_status(OURS)
+        tm.unpatch()
+        assert tm.status() == expected_status(SOFTMAX_REPLACED)
+        assert vars(FusedScaleMaskSoftmax)["forward_fused_softmax"] is mindspeed_double.forward_fused_softmax
+        assert vars(FusedScaleMaskSoftmax)["is_kernel_available"] is mindspeed_double.is_kernel_available
+        check_mindspeed_objects()
+    finally:
+        tm.unpatch()
+        mindspeed_double.reset()
         FusedScaleMaskSoftmax.is_kernel_available = ORIGINALS["is_kernel_available"]
         FusedScaleMaskSoftmax.forward_fused_softmax = ORIGINALS["forward_fused_softmax"]
 
@@ -563,7 +622,7 @@ def test_mindspeed_double_softmax_is_megatrons_formula():
         theirs = module(x.clone(), None)
         assert mindspeed_double.CALLS["forward_fused_softmax"] == 1
     finally:
-        mindspeed_double.remove()
+        mindspeed_double.reset()
     causal = torch.ones(MS_SHAPE[-2:], dtype=torch.bool).triu(1)
     reference = softmax_module(torch.bfloat16, AttnMaskType.causal, False, True, None)(x.clone(), causal)
     torch.testing.assert_close(theirs, reference, rtol=0, atol=0)

@@ -32,17 +32,20 @@ each lacks; nothing is imported before the call):
   ``TEGroupedMLP._apply_bias`` (their TEGroupedMLP takes no expert bias): the target is absent there.
 
 MindSpeed: ``import mindspeed.megatron_adaptor`` applies MindSpeed's patches when it is imported; call
-``patch()`` after it. Ours then replace MindSpeed's fused-softmax methods (which call
-``torch_npu.npu_scaled_masked_softmax``, allocate a full-size mask on the host for a missing mask and have no
-double backward) and keep every other MindSpeed patch; ``unpatch()`` gives MindSpeed's back. Called before
-MindSpeed's, our fused softmax would be replaced by MindSpeed's (``status()`` says so).
+``patch()`` after it, before the model is built, on every rank. Ours then replace MindSpeed's fused-softmax
+methods (which call ``torch_npu.npu_scaled_masked_softmax``) and keep every other MindSpeed patch; ``unpatch()``
+gives MindSpeed's back. Called before MindSpeed's, our fused softmax is replaced by MindSpeed's (``status()`` says
+so). MindSpeed's ``repatch()`` (RL frameworks call it) re-applies all its patches over ours: call ``patch()``
+again after it; ``unpatch()`` then gives back MindSpeed's, the objects our latest replacement found.
 
 ``status()`` says, per target, which object is there now: ``OURS`` ("ours in place"), ``MEGATRON`` ("Megatron's
 own": defined in megatron's own source files), ``REPLACED`` ("replaced by another patch", e.g. MindSpeed's) or
 ``ABSENT`` ("absent in this release"). ``patched()`` lists the targets whose replacement is ours.
 
-``unpatch()`` puts back exactly the objects that were there before ``patch()``, wherever ours are still in
-place (a replacement made by someone else since is left alone). Both are idempotent.
+``unpatch()`` puts back the objects that were there before our latest replacement of each target, wherever ours
+are still in place (a replacement made by someone else since is left alone). Both are idempotent. The
+replacements are this module's private functions (``_softmax_forward`` & co.), named unlike the targets, so that
+MindSpeed's patch manager, which rebinds module attributes by the target's name, never rebinds this module.
 """
 
 import importlib
@@ -79,7 +82,7 @@ def _attn_mask_type():
     return AttnMaskType
 
 
-def is_kernel_available(self, mask, b, np, sq, sk):
+def _softmax_gate(self, mask, b, np, sq, sk):
     """FusedScaleMaskSoftmax.is_kernel_available after torch_ext.megatron.patch(): whether the fused path
     (torch_ext.scaled_masked_softmax) takes the call. Shapes only; forward_fused_softmax checks the input."""
     if not (self.scaled_masked_softmax_fusion and self.input_in_float16):
@@ -89,7 +92,7 @@ def is_kernel_available(self, mask, b, np, sq, sk):
     return sq == sk or self.attn_mask_type != _attn_mask_type().causal
 
 
-def forward_fused_softmax(self, input, mask):
+def _softmax_forward(self, input, mask):
     """FusedScaleMaskSoftmax.forward_fused_softmax after torch_ext.megatron.patch(): scale, mask and softmax
     in one npu_ext op, fully masked rows 0. An input whose dtype is not the fp16/bf16 the module was built
     for, or a non-bool mask, goes to Megatron's torch path."""
@@ -102,13 +105,13 @@ def forward_fused_softmax(self, input, mask):
     return F.scaled_masked_softmax(input, mask, scale, fully_masked="zero")
 
 
-def bias_gelu_impl(input, bias):
+def _bias_gelu(input, bias):
     """Megatron's bias_gelu_impl after torch_ext.megatron.patch(): tanh GELU of ``input + bias`` (bias may be
     None) through torch_ext.gelu; backward npu_ext.gelu_backward_v2(approximate="tanh")."""
     return F.gelu(input if bias is None else input + bias, approximate="tanh")
 
 
-def _apply_bias(intermediate_parallel, bias_parallel, tokens_per_expert, permuted_probs):
+def _expert_bias(intermediate_parallel, bias_parallel, tokens_per_expert, permuted_probs):
     """TEGroupedMLP._apply_bias after torch_ext.megatron.patch(): ``out[rows of expert e] = x + probs * bias[e]``
     as one torch_ext.grouped_bias_add (counts = tokens_per_expert, group_idx_type=1). Computed in the promoted
     dtype of the hidden states and the bias, then cast to the hidden states' dtype, as Megatron's loop does."""
@@ -130,17 +133,21 @@ def _apply_bias(intermediate_parallel, bias_parallel, tokens_per_expert, permute
 
 # ----------------------------------------------------------------------------------------------------------
 # (module, attribute path, replacement, scan): `scan` targets are module-level functions that other modules
-# import by name; every module attribute holding the original object gets the replacement too.
+# import by name; every module attribute holding the replaced object gets the replacement too. The replacements
+# live here under names of their own, never the targets' names: MindSpeed's patch manager rebinds every module
+# attribute named like its target that holds the object it replaces (ours, after patch()), and this module's own
+# attributes must stay what they are.
 TARGETS = (
-    ("megatron.core.fusions.fused_softmax", "FusedScaleMaskSoftmax.is_kernel_available", is_kernel_available, False),
-    ("megatron.core.fusions.fused_softmax", "FusedScaleMaskSoftmax.forward_fused_softmax", forward_fused_softmax,
-     False),
-    ("megatron.core.fusions.fused_bias_gelu", "bias_gelu_impl", bias_gelu_impl, True),
-    ("megatron.core.transformer.moe.experts", "TEGroupedMLP._apply_bias", staticmethod(_apply_bias), False),
+    ("megatron.core.fusions.fused_softmax", "FusedScaleMaskSoftmax.is_kernel_available", _softmax_gate, False),
+    ("megatron.core.fusions.fused_softmax", "FusedScaleMaskSoftmax.forward_fused_softmax", _softmax_forward, False),
+    ("megatron.core.fusions.fused_bias_gelu", "bias_gelu_impl", _bias_gelu, True),
+    ("megatron.core.transformer.moe.experts", "TEGroupedMLP._apply_bias", staticmethod(_expert_bias), False),
 )
 
 _lock = threading.Lock()
-_applied = []  # (owner, name, original raw attribute, replacement) in the order they were made
+# (id(owner), attribute name) -> (owner, name, what was there before our latest replacement, ours), in the order
+# first made: a target re-patched after another patch replaced ours keeps its place and takes the new original.
+_applied = {}
 _MISSING = object()
 
 
@@ -226,9 +233,13 @@ def _modules():
 
 
 def _rebind(old, new):
-    """Every module attribute that is `old` becomes `new`; returns the (module, name) pairs changed."""
+    """Every module attribute that is `old` becomes `new`, this module's own excepted; returns the (module, name)
+    pairs changed."""
     changed = []
+    this = sys.modules[__name__]
     for mod in _modules():
+        if mod is this:
+            continue
         for key, value in list(vars(mod).items()):
             if value is old:
                 setattr(mod, key, new)
@@ -236,39 +247,48 @@ def _rebind(old, new):
     return changed
 
 
+def _save(owner, name, original, replacement):
+    _applied[(id(owner), name)] = (owner, name, original, replacement)
+
+
 def patch():
     """Routes megatron-core's fused softmax, bias-GELU and MoE expert bias through the npu_ext ops (see the
     module docstring). Imports the megatron modules it patches: megatron-core must be installed, and if it is
-    but fails to import, the ImportError names its version and the error. Idempotent. Returns the patched
-    targets, e.g. ``["megatron.core.fusions.fused_softmax.FusedScaleMaskSoftmax.is_kernel_available", ...]``; a
-    target this megatron-core release lacks is skipped (``status()`` says "absent in this release")."""
+    but fails to import, the ImportError names its version and the error. Puts ours in place on every target this
+    release has where ours is not in place now, whoever's object is there (Megatron's, MindSpeed's after its
+    ``repatch()``, anyone's), and remembers that object for unpatch(); a target where ours is in place is left
+    as it is, so a second call changes nothing. Returns the targets where ours is in place, e.g.
+    ``["megatron.core.fusions.fused_softmax.FusedScaleMaskSoftmax.is_kernel_available", ...]``; a target this
+    megatron-core release lacks is skipped (``status()`` says "absent in this release")."""
     with _lock:
-        if _applied:
-            return patched()
         for module_name, path, replacement, scan in TARGETS:
             found = _locate(module_name, path)
             if found is None:
                 continue
             owner, name = found
-            original = _raw(owner, name)
+            current = _raw(owner, name)
+            if current is replacement:
+                continue
             setattr(owner, name, replacement)
-            _applied.append((owner, name, original, replacement))
+            _save(owner, name, current, replacement)
             if scan:
-                for mod, key in _rebind(original, replacement):
-                    _applied.append((mod, key, original, replacement))
+                for mod, key in _rebind(current, replacement):
+                    _save(mod, key, current, replacement)
         return patched()
 
 
 def unpatch():
-    """Puts back every object patch() replaced, where ours is still in place; functions that modules imported
-    by name after patch() are put back too. Idempotent."""
+    """Puts back, wherever ours is still in place, the object that was there before our latest replacement (after
+    MindSpeed's ``repatch()`` and a second patch(): MindSpeed's, not Megatron's); functions that modules imported
+    by name after patch() are put back too. A replacement someone else made over ours is left alone. Idempotent."""
     with _lock:
-        for owner, name, original, replacement in reversed(_applied):
+        entries = list(_applied.values())
+        for owner, name, original, replacement in reversed(entries):
             if _raw(owner, name) is replacement:
                 setattr(owner, name, original)
-        for _, path, replacement, scan in TARGETS:
-            if scan:  # modules imported after patch() took ours by name
-                original = next((o for _, _, o, r in _applied if r is replacement), None)
+        for _, _, replacement, scan in TARGETS:
+            if scan:  # modules imported after patch() took ours by name: the target's own original
+                original = next((o for _, _, o, r in entries if r is replacement), None)
                 if original is not None:
                     _rebind(replacement, original)
         _applied.clear()
