@@ -7,7 +7,7 @@ PIP := $(PY) -m pip
 SOURCES := setup.py $(shell find csrc torch_ext -name '*.cpp' -o -name '*.h' -o -name '*.py' 2>/dev/null)
 
 .PHONY: all venv build test bench bench-full clean npu-check test-npu npu-build test-asan test-aarch64 build-aarch64 \
-	test-versions
+	test-versions test-mindspeed
 
 # Compiles go through ccache when it is there (Debian's package; `make venv` installs it when run as root):
 # the second build of the same sources with the same flags (make test-npu's) reuses the first one's objects.
@@ -78,8 +78,8 @@ npu-check: venv
 	HOST_PYTHON=$(PY) tools/aarch64/run.sh npu-check $(PY)
 
 # The NPU path inside the REAL torch_npu 2.13.0 runtime, on fake CANN libraries (tests/fake_cann, docs/testing.md):
-# .venv-npu layers torch_npu 2.13.0 (--no-deps) and its runtime dependencies over .venv's packages (the same torch,
-# so the build shares .venv's objects through ccache); the package is built the way README's Ascend install builds
+# .venv-npu layers torch_npu 2.13.0 (--no-deps) and what it imports (pyyaml; protobuf for torchair) over .venv's
+# packages (the same torch, so the build shares .venv's objects through ccache); the package is built the way README's Ascend install builds
 # it (setup.py with torch_npu installed: torch_ext._C_npu linked against the real libtorch_npu.so) into
 # build/npu/lib, and the tests import that build (tests/conftest.py checks it, and turns every skip into a
 # failure). The fake libraries are built into build/fake_cann/<hash>/lib and put on LD_LIBRARY_PATH.
@@ -92,7 +92,7 @@ $(NPU_VENV)/.stamp-venv: $(VENV)/.stamp-venv
 	$(PYTHON) -m venv $(NPU_VENV)
 	$(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > \
 	  "$$($(NPU_PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/torch_ext_base_venv.pth"
-	$(NPU_PY) -m pip install --quiet --no-deps torch-npu==2.13.0 pyyaml
+	$(NPU_PY) -m pip install --quiet --no-deps torch-npu==2.13.0 pyyaml protobuf
 	touch $@
 
 $(NPU_BUILD)/.stamp: $(NPU_VENV)/.stamp-venv $(SOURCES)
@@ -129,6 +129,14 @@ endif
 VERSIONS ?=
 test-versions: venv
 	$(PYTHON) tools/versions.py all $(VERSIONS)
+
+# The real MindSpeed pairs (tools/versions.py MINDSPEED), each in its own venv (build/mindspeed/<branch>): Python 3.10,
+# torch 2.7.1, torch_npu 2.7.1.post10 on the fake CANN, Megatron-LM's megatron/ on PYTHONPATH and MindSpeed installed
+# as its guide says (both unpacked from ../shared/thirdparty/ or $NPU_EXT_THIRDPARTY), the package installed with
+# README's command; tests/test_mindspeed.py there (docs/megatron.md#mindspeed). MINDSPEED=<branch> runs one pair.
+MINDSPEED ?=
+test-mindspeed: venv
+	$(PYTHON) tools/versions.py mindspeed $(MINDSPEED)
 
 # AddressSanitizer + UBSan: the extension built with -fsanitize=address,undefined into build/asan (the normal
 # build is untouched) and the op tests run against it. ASan must be preloaded into Python, and libstdc++ with

@@ -5,6 +5,7 @@
   tools/versions.py all                                 every release (make test-versions): one line each, a table
   tools/versions.py table                               the table of ROWS (README, docs/platforms.md)
   tools/versions.py copy-tree DST                       the clean copy of step 3 (also make test-megatron's)
+  tools/versions.py mindspeed [BRANCH ...]              the real MindSpeed pairs (make test-mindspeed), below
 
 For one release (TORCH_NPU is a torch_npu release, or "cpu-<torch>" for a torch without torch_npu):
  1. its venv, build/versions/<release>/venv: that Python, that torch (the package index's CUDA build, NVIDIA
@@ -19,6 +20,14 @@ For one release (TORCH_NPU is a torch_npu release, or "cpu-<torch>" for a torch 
  5. runs the tests from the repository against the installed package inside that torch_npu's runtime on the fake
     CANN, where a skipped test is a failure (tests/conftest.py, NPU_EXT_EXPECT_NPU=1);
  6. prints one line: release, torch, Python, tests passed / failed, seconds.
+
+A MindSpeed pair (MINDSPEED; make test-mindspeed) runs the same steps for its torch_npu release in a venv of its own,
+build/mindspeed/<branch>/venv, set up as MindSpeed's install guide says: Megatron-LM's `megatron/` on PYTHONPATH
+(unpacked from its archive into build/mindspeed/<branch>/megatron-lm; no megatron-core wheel in that venv) and
+MindSpeed (unpacked into build/mindspeed/<branch>/mindspeed) installed with `pip install --no-deps -e` plus the
+packages its import needs (MINDSPEED_PIP). The archives are ../shared/thirdparty/'s, or $NPU_EXT_THIRDPARTY's;
+nothing of them enters the repository. The tests are tests/test_mindspeed.py, with NPU_EXT_MINDSPEED naming the
+pair (a skip is a failure there too).
 """
 
 import argparse
@@ -64,6 +73,26 @@ DESELECT = {"2.6.0.post5": [(t, _NO_ASCEND950) for t in _ASCEND950_TESTS]}
 # triton-ascend; here the index's triton at torch 2.14's own pin, which imports without a GPU.
 MEGATRON = {"2.14.0": ["megatron-core==0.19.2", "triton~=3.8.0"]}
 MEGATRON_DEFAULT = ["megatron-core==0.16.1"]
+# What torch_npu's torchair imports (tests/test_npu_torchair_import.py; MindSpeed imports torchair): protobuf, and on
+# torch_npu 2.6 pkg_resources, which setuptools 81 removed.
+TORCHAIR_PIP = ["protobuf"]
+TORCHAIR_PIP_RELEASE = {"2.6.0.post5": ["setuptools>=70.1,<81"]}
+# The real MindSpeed pairs: branch -> (its archive, Megatron-LM's archive, the torch_npu release of ROWS it runs on,
+# the Python of its venv: MindSpeed's pairing, 3.10, whatever ROWS uses for that release). ../shared/thirdparty/
+# SOURCES.txt names the repositories and commits.
+MINDSPEED = {
+    "26.1.0_core_r0.12.1": ("mindspeed-26.1.0_core_r0.12.1.tar.gz", "megatron-lm-core_v0.12.1.tar.gz", "2.7.1.post10",
+                            "3.10"),
+    "core_r0.16.0": ("mindspeed-core_r0.16.0.tar.gz", "megatron-lm-core_v0.16.1.tar.gz", "2.7.1.post10", "3.10"),
+}
+# What `import mindspeed.megatron_adaptor` and Megatron-LM's training modules import beyond torch and torch_npu
+# (MindSpeed's requirements.txt lists far more: test tools, transformers, scikit-learn, ...).
+MINDSPEED_PIP = ["packaging>=24.2", "numpy<=1.26.0", "einops", "six", "regex", "decorator", "attrs", "psutil",
+                 "scipy", "sentencepiece", *TORCHAIR_PIP]
+# core_r0.16.0 imports triton at adaptor import (its triton kernels, whose @triton.autotune starts the driver):
+# triton-ascend, as on an Ascend host, with the pybind11 it imports (its wheel declares no requirements).
+MINDSPEED_PIP_BRANCH = {"core_r0.16.0": ["triton-ascend==3.2.0", "pybind11==3.1.0"]}
+MINDSPEED_TESTS = ["tests/test_mindspeed.py"]
 TESTS_NPU = ["tests/test_npu_*.py", "tests/test_version_mismatch.py"]
 TESTS_ALL = TESTS_NPU + ["tests/test_ops.py", "tests/test_forward.py", "tests/test_autograd.py"]
 
@@ -115,19 +144,19 @@ def _expand(tests):
     return out
 
 
-def run(release, tests, workers):
-    t0 = time.time()
-    npu_release, torch_release, python, _ = row(release)
+def _prepare(release, base, venv_args, python=None):
+    """Steps 1-4 for a torch_npu release (a row of ROWS) in `base`: the venv (tools/torch_venv.py with `venv_args`
+    added; `python` instead of the row's Python), the fake CANN, README's install of a clean copy of the tree.
+    Returns (python, environment for the tests, the installed torch / torch_npu releases)."""
+    npu_release, torch_release, row_python, _ = row(release)
+    python = python or row_python
     cpu_only = npu_release.startswith("cpu-")
-    base = os.path.join(ROOT, "build", "versions", release)
     venv = os.path.join(base, "venv")
     py = os.path.join(venv, "bin", "python")
     cmd = [sys.executable, os.path.join(HERE, "torch_venv.py"), venv, "--python", python, "--torch", torch_release]
     if not cpu_only:
         cmd += ["--torch-npu", npu_release]
-    # megatron-core (MEGATRON), with packaging, its only other requirement the tests need besides torch
-    cmd += ["--pip", "packaging>=24.2", "--pip-no-deps", *MEGATRON.get(release, MEGATRON_DEFAULT)]
-    subprocess.run(cmd, check=True)
+    subprocess.run(cmd + venv_args, check=True)
 
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
@@ -160,34 +189,131 @@ def run(release, tests, workers):
     test_env = dict(env, PYTHONPATH=site + os.pathsep + ROOT, NPU_EXT_EXPECT_BUILD=os.path.join(site, "torch_ext"))
     if not cpu_only:
         test_env["NPU_EXT_EXPECT_NPU"] = "1"
+    return py, test_env, after
+
+
+def _pytest(py, base, env, tests, workers, deselect=()):
+    """pytest over `tests` in `base` with `env`; (exit code, pytest's closing counts)."""
+    pytest = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={ROOT}",
+              "-c", os.path.join(ROOT, "pyproject.toml"), "-n", str(workers)] + _expand(tests)
+    for test in deselect:
+        pytest += ["--deselect", test]  # a node id relative to the rootdir (ROOT)
+    proc = subprocess.Popen(pytest, cwd=base, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    tail = []
+    for out in proc.stdout:
+        sys.stdout.write(out)
+        tail = (tail + [out])[-5:]
+    proc.wait()
+    return proc.returncode, _counts(tail, proc)
+
+
+def run(release, tests, workers):
+    t0 = time.time()
+    npu_release, _, python, _ = row(release)
+    base = os.path.join(ROOT, "build", "versions", release)
+    # megatron-core (MEGATRON), with packaging, its only other requirement the tests need besides torch
+    venv_args = ["--pip", "packaging>=24.2", *TORCHAIR_PIP, *TORCHAIR_PIP_RELEASE.get(release, []),
+                 "--pip-no-deps", *MEGATRON.get(release, MEGATRON_DEFAULT)]
+    py, test_env, after = _prepare(release, base, venv_args)
     # other torch / torch_npu pairs to import this build under (tests/test_version_mismatch.py)
     import glob
 
     others = [os.path.join(ROOT, v, "bin", "python") for v in (".venv", ".venv-npu")]
     others += sorted(glob.glob(os.path.join(ROOT, "build", "versions", "*", "venv", "bin", "python")))
     test_env["NPU_EXT_OTHER_RUNTIMES"] = os.pathsep.join(p for p in others if os.path.exists(p) and p != py)
-    report = os.path.join(base, "report.json")
-    pytest = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={ROOT}",
-              "-c", os.path.join(ROOT, "pyproject.toml"), "-n", str(workers)] + _expand(tests)
-    for test, _ in DESELECT.get(release, []):
-        pytest += ["--deselect", test]  # a node id relative to the rootdir (ROOT)
-    proc = subprocess.Popen(pytest, cwd=base, env=test_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
-    tail = []
-    for out in proc.stdout:
-        sys.stdout.write(out)
-        tail = (tail + [out])[-5:]
-    proc.wait()
+    code, counts = _pytest(py, base, test_env, tests, workers, [t for t, _ in DESELECT.get(release, [])])
     seconds = time.time() - t0
-    counts = _counts(tail, proc)
     mcore = _installed(py, "megatron-core")
-    line = (f"torch_npu {npu_release if not cpu_only else '-'} | torch {after[0]} | Python {python} | "
-            f"megatron-core {mcore} | {counts} | {seconds:.0f} s")
-    with open(report, "w") as f:
+    line = (f"torch_npu {npu_release if not npu_release.startswith('cpu-') else '-'} | torch {after[0]} | "
+            f"Python {python} | megatron-core {mcore} | {counts} | {seconds:.0f} s")
+    with open(os.path.join(base, "report.json"), "w") as f:
         json.dump({"release": release, "torch": after[0], "torch_npu": after[1], "python": python,
-                   "megatron_core": mcore, "result": counts, "seconds": round(seconds), "exit": proc.returncode}, f)
+                   "megatron_core": mcore, "result": counts, "seconds": round(seconds), "exit": code}, f)
     print(f"versions: {line}", flush=True)
-    return proc.returncode
+    return code
+
+
+def thirdparty():
+    """The directory of the MindSpeed and Megatron-LM archives: $NPU_EXT_THIRDPARTY, else ../shared/thirdparty."""
+    return os.environ.get("NPU_EXT_THIRDPARTY") or os.path.join(os.path.dirname(ROOT), "shared", "thirdparty")
+
+
+def _unpack(archive, dst):
+    """The archive's single top directory unpacked as dst (again only when the archive changed)."""
+    import tarfile
+
+    stamp = os.path.join(dst, ".npu_ext_archive")
+    key = f"{archive} {os.path.getsize(archive)} {os.path.getmtime(archive)}"
+    if os.path.exists(stamp) and open(stamp).read() == key:
+        return dst
+    shutil.rmtree(dst, ignore_errors=True)
+    tmp = dst + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(tmp, filter="data")
+    (top,) = os.listdir(tmp)
+    os.replace(os.path.join(tmp, top), dst)
+    os.rmdir(tmp)
+    with open(stamp, "w") as f:
+        f.write(key)
+    return dst
+
+
+def _toolkit(base, lib):
+    """CANN's set_env.sh for the fake CANN, as the MindSpeed pairs need it: ASCEND_HOME_PATH laid out in
+    base/ascend-toolkit from tests/fake_cann/toolkit (its README) with lib64 the fake CANN's `lib`; triton-ascend's
+    compiler path, its cache (keyed by the stand-ins, which triton's own key ignores) and torch's extension
+    directory under base."""
+    import hashlib
+
+    toolkit = os.path.join(ROOT, "tests", "fake_cann", "toolkit")
+    home = os.path.join(base, "ascend-toolkit")
+    shutil.rmtree(home, ignore_errors=True)
+    shutil.copytree(toolkit, home)
+    for d in ("opp", "runtime", "compiler"):  # torch_npu's CANN check, once ASCEND_HOME_PATH is set
+        os.makedirs(os.path.join(home, d), exist_ok=True)
+    os.symlink(lib, os.path.join(home, "lib64"))
+    digest = hashlib.sha256()
+    for root, _, files in sorted(os.walk(toolkit)):
+        for name in sorted(files):
+            with open(os.path.join(root, name), "rb") as f:
+                digest.update(name.encode() + f.read())
+    return {"ASCEND_HOME_PATH": home, "ASCEND_OPP_PATH": os.path.join(home, "opp"),
+            "TRITON_NPU_COMPILER_PATH": os.path.join(home, "bin"),
+            "TRITON_CACHE_DIR": os.path.join(base, "triton-cache-" + digest.hexdigest()[:12]),
+            "TORCH_EXTENSIONS_DIR": os.path.join(base, "torch-extensions")}
+
+
+def mindspeed(branch, tests, workers):
+    """One MindSpeed pair: its venv, Megatron-LM and MindSpeed as MindSpeed's guide installs them, torch_ext by
+    README's command, tests/test_mindspeed.py in that runtime on the fake CANN."""
+    t0 = time.time()
+    if branch not in MINDSPEED:
+        raise SystemExit(f"versions.py: {branch} is not a MindSpeed pair ({', '.join(MINDSPEED)})")
+    archive, megatron_archive, release, python = MINDSPEED[branch]
+    src_dir = thirdparty()
+    missing = [a for a in (archive, megatron_archive) if not os.path.exists(os.path.join(src_dir, a))]
+    if missing:
+        raise SystemExit(f"versions.py: {', '.join(missing)} not in {src_dir} (set NPU_EXT_THIRDPARTY to the directory "
+                         "holding the MindSpeed and Megatron-LM archives)")
+    base = os.path.join(ROOT, "build", "mindspeed", branch)
+    megatron_dir = _unpack(os.path.join(src_dir, megatron_archive), os.path.join(base, "megatron-lm"))
+    mindspeed_dir = _unpack(os.path.join(src_dir, archive), os.path.join(base, "mindspeed"))
+    venv_args = ["--pip", *MINDSPEED_PIP, *MINDSPEED_PIP_BRANCH.get(branch, [])]
+    py, test_env, after = _prepare(release, base, venv_args, python)
+    # MindSpeed's guide: pip install -e . in its checkout; --no-deps: the packages its import needs are above
+    r = subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "-e", mindspeed_dir],
+                       env=dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0"), capture_output=True, text=True)
+    if r.returncode != 0:  # (its setup.py's warnings otherwise: a page of them)
+        raise SystemExit(f"versions.py: installing MindSpeed failed:\n{r.stdout}\n{r.stderr}")
+    test_env["PYTHONPATH"] += os.pathsep + megatron_dir  # Megatron-LM's megatron/, as MindSpeed's guide puts it
+    test_env.update(_toolkit(base, test_env["LD_LIBRARY_PATH"].split(os.pathsep)[0]))
+    test_env["NPU_EXT_MINDSPEED"] = branch
+    code, counts = _pytest(py, base, test_env, tests, workers)
+    seconds = time.time() - t0
+    print(f"versions: MindSpeed {branch} | Megatron-LM {megatron_archive[len('megatron-lm-'):-len('.tar.gz')]} | "
+          f"torch_npu {after[1]} | torch {after[0]} | Python {python} | {counts} | {seconds:.0f} s", flush=True)
+    return code
 
 
 def _counts(tail, proc):
@@ -214,6 +340,10 @@ def main():
     a = sub.add_parser("all")
     a.add_argument("releases", nargs="*", help="some of the releases (default: every one)")
     a.add_argument("--workers", default=os.environ.get("TEST_WORKERS", str(os.cpu_count() or 2)))
+    m = sub.add_parser("mindspeed")
+    m.add_argument("branches", nargs="*", help="some of the MindSpeed pairs (default: every one)")
+    m.add_argument("--tests", nargs="*", default=None)
+    m.add_argument("--workers", default=os.environ.get("TEST_WORKERS", str(os.cpu_count() or 2)))
     sub.add_parser("table")
     sub.add_parser("deselected")
     c = sub.add_parser("copy-tree", help="the working tree as git sees it into DST (make test-megatron's build)")
@@ -231,6 +361,11 @@ def main():
         for npu, torch, python, cann in ROWS:
             print(f"| {npu} | {torch} | {cann} | {python} |")
         return 0
+    if args.cmd == "mindspeed":
+        failed = 0
+        for branch in args.branches or list(MINDSPEED):
+            failed |= mindspeed(branch, args.tests or MINDSPEED_TESTS, args.workers) != 0
+        return 1 if failed else 0
     if args.cmd == "run":
         tests = args.tests or (TESTS_ALL if args.release.startswith("cpu-") is False else TESTS_ALL[1:])
         return run(args.release, tests, args.workers)
