@@ -18,7 +18,9 @@ user installs goes through here.
   test tools (pytest, pytest-xdist, expecttest, hypothesis).
 
 Idempotent: DIR/.torch_venv.json records the arguments; a second call with the same ones does nothing, one that
-only adds packages installs them, any other starts DIR afresh.
+only adds packages installs them, any other starts DIR afresh. ``--like OTHER``: when DIR is to be made afresh and
+the venv OTHER holds the same Python, torch and torch_npu, DIR starts as a copy of OTHER (no second torch install;
+make test-mindspeed's second pair), then gets its own packages.
 """
 
 import argparse
@@ -91,6 +93,7 @@ def main():
     ap.add_argument("--torch-npu", default=None, help="e.g. 2.7.1.post10")
     ap.add_argument("--pip", nargs="*", default=[], help="further packages")
     ap.add_argument("--pip-no-deps", nargs="*", default=[], help="further packages, without their dependencies")
+    ap.add_argument("--like", default=None, help="a venv of the same Python, torch and torch_npu to start from")
     args = ap.parse_args()
 
     venv = os.path.abspath(args.venv)
@@ -113,6 +116,29 @@ def main():
                 json.dump(key, f)
             return
         shutil.rmtree(venv)
+    like = os.path.join(os.path.abspath(args.like), ".torch_venv.json") if args.like else None
+    if like and os.path.exists(like):
+        with open(like) as f:
+            other = json.load(f)
+        if all(other.get(k) == key[k] for k in ("python", "torch", "torch_npu")):
+            print(f"torch_venv: {venv} starts as a copy of {args.like}", flush=True)
+            shutil.copytree(os.path.dirname(like), venv, symlinks=True)
+            os.remove(os.path.join(venv, ".torch_venv.json"))
+            # scripts name their venv's python: point the copies at this one (pip is run as `python -m pip`)
+            for script in glob.glob(os.path.join(venv, "bin", "*")):
+                if os.path.isfile(script) and not os.path.islink(script):
+                    with open(script, "rb") as f:
+                        text = f.read()
+                    if text.startswith(b"#!"):
+                        with open(script, "wb") as f:
+                            f.write(text.replace(os.path.dirname(like).encode(), venv.encode()))
+            if args.pip:
+                _run(pip + args.pip)
+            if args.pip_no_deps:
+                _run(pip + ["--no-deps"] + args.pip_no_deps)
+            with open(stamp, "w") as f:
+                json.dump(key, f)
+            return
     _run([_interpreter(args.python), "-m", "venv", venv])
     _run(pip + ["--upgrade", "pip"])
     _run(pip + ["--no-deps", f"torch=={args.torch}"])

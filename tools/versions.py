@@ -300,6 +300,11 @@ def mindspeed(branch, tests, workers):
     megatron_dir = _unpack(os.path.join(src_dir, megatron_archive), os.path.join(base, "megatron-lm"))
     mindspeed_dir = _unpack(os.path.join(src_dir, archive), os.path.join(base, "mindspeed"))
     venv_args = ["--pip", *MINDSPEED_PIP, *MINDSPEED_PIP_BRANCH.get(branch, [])]
+    for other, (_, _, other_release, other_python) in MINDSPEED.items():  # the same runtime: start from its copy
+        like = os.path.join(ROOT, "build", "mindspeed", other, "venv")
+        if other != branch and (other_release, other_python) == (release, python) and os.path.isdir(like):
+            venv_args += ["--like", like]
+            break
     py, test_env, after = _prepare(release, base, venv_args, python)
     # MindSpeed's guide: pip install -e . in its checkout; --no-deps: the packages its import needs are above
     r = subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "-e", mindspeed_dir],
