@@ -163,3 +163,101 @@ def test_every_docs_page_is_reachable_and_links_back():
         assert f"docs/{page.name}" in readme_targets, f"README.md does not link to docs/{page.name}"
         targets = {t.split("#", 1)[0] for _, t in links(page)}
         assert "../README.md" in targets, f"docs/{page.name} does not link back to README.md"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Names the documentation uses: make targets and repository paths.
+# A repository path is a backticked token that starts with one of the repository's top-level directories below (or
+# is one of its top-level files); it must exist. Globs (`tests/test_npu_*.py`) must match something; `<...>`
+# placeholders match any one path component, `{a,b}` expands; `::test` node ids are checked for their file. Anything
+# else in backticks (paths outside the repository such as `../shared/...`, generated ones under `build/`, `.venv` or
+# `benchmarks/results/`, a user's files) is not a repository path and is not checked. CHANGELOG.md is history: it
+# may name what is gone.
+_TOP_DIRS = ("csrc/", "torch_ext/", "tests/", "tools/", "benchmarks/", "docs/", "examples/", ".ci/")
+_GENERATED = ("benchmarks/results/",)  # written by make bench (.gitignore)
+_TOP_FILES = {"setup.py", "Makefile", "pyproject.toml", "requirements-dev.txt", "README.md", "CHANGELOG.md"}
+_MAKE = re.compile(r"(?<![\w-])make\s+([a-z][a-z0-9-]*)")
+
+
+def current_docs():
+    return [README] + sorted(DOCS.glob("*.md"))
+
+
+def code_spans(path):
+    """(line number, text) of every inline code span and every fenced line."""
+    fence = None
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        m = _FENCE.match(line)
+        if m:
+            fence = m.group(1) if fence is None else (None if m.group(1) == fence else fence)
+            continue
+        if fence is not None:
+            yield n, line
+        else:
+            for m in _INLINE_CODE.finditer(line):
+                yield n, m.group(2)
+
+
+def make_targets():
+    """The targets the Makefile defines (rules and .PHONY)."""
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    out = set(re.findall(r"^([a-z][a-z0-9-]*)\s*:(?!=)", text, re.M))
+    for m in re.finditer(r"^\.PHONY:((?:.*\\\n)*.*)$", text, re.M):
+        out |= set(m.group(1).replace("\\\n", " ").split())
+    return out
+
+
+def unknown_make_targets(path, known):
+    return [f"{path.name}:{n}: make {t}" for n, text in code_spans(path) for t in _MAKE.findall(text)
+            if t not in known]
+
+
+def _expand(token):
+    """`a/{b,c}.d` -> a/b.d, a/c.d (one brace group at a time)."""
+    m = re.search(r"\{([^{}]*)\}", token)
+    if not m:
+        return [token]
+    return [t for alt in m.group(1).split(",") for t in _expand(token[:m.start()] + alt + token[m.end():])]
+
+
+def repository_paths(text):
+    """The repository paths a code span names (see above)."""
+    for word in re.findall(r"(?:[^\s,;()'\"={}]|\{[^{}\s]*\})+", text):
+        for token in _expand(word.rstrip(".:")):
+            token = token.split("::", 1)[0]
+            if (token.startswith(_TOP_DIRS) or token in _TOP_FILES) and not token.startswith(_GENERATED):
+                yield token
+
+
+def missing_paths(path, root=ROOT):
+    bad = []
+    for n, text in code_spans(path):
+        for p in repository_paths(text):
+            pattern = re.sub(r"<[^>]*>", "*", p)
+            if not any(True for _ in root.glob(pattern.rstrip("/"))):
+                bad.append(f"{path.name}:{n}: {p}")
+    return bad
+
+
+def test_checkers_find_unknown_targets_and_missing_paths(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("")
+    page = tmp_path / "page.md"
+    page.write_text("Run `make test` or `make nothing`; see `tests/test_a.py::test_x`, `tests/test_*.py`,\n"
+                    "`tests/missing.py`, `tests/<name>.py`, `../shared/SPEC.md`, `build/npu/lib`, `tests/test_{a,b}.py`.\n"
+                    "```bash\nmake bench BENCH_ARGS=--variants   # and tests/also_missing.py\n```\n", encoding="utf-8")
+    assert unknown_make_targets(page, {"test", "bench"}) == ["page.md:1: make nothing"]
+    assert missing_paths(page, tmp_path) == ["page.md:2: tests/missing.py", "page.md:2: tests/test_b.py",
+                                             "page.md:4: tests/also_missing.py"]
+
+
+def test_every_make_target_named_exists():
+    known = make_targets()
+    assert {"test", "bench", "test-npu", "test-mindspeed"} <= known, known
+    bad = [b for f in current_docs() + [ROOT / ".ci" / "run"] for b in unknown_make_targets(f, known)]
+    assert not bad, "make targets the Makefile does not define:\n" + "\n".join(bad)
+
+
+def test_every_repository_path_named_exists():
+    bad = [b for f in current_docs() for b in missing_paths(f)]
+    assert not bad, "repository paths that do not exist:\n" + "\n".join(bad)
