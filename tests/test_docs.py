@@ -261,3 +261,79 @@ def test_every_make_target_named_exists():
 def test_every_repository_path_named_exists():
     bad = [b for f in current_docs() for b in missing_paths(f)]
     assert not bad, "repository paths that do not exist:\n" + "\n".join(bad)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# One install command: every command in the documentation that builds torch_ext (`--no-build-isolation`) is README's
+# install command for one's own stack (or its second half, in prose), or the project sandbox's editable install
+# exactly as the Makefile runs it.
+def install_commands():
+    """(README's install command, the Makefile's editable install)."""
+    readme = README.read_text(encoding="utf-8")
+    user = next(line.split("#", 1)[0].strip() for line in readme.splitlines()
+                if line.startswith("pip install") and "--no-build-isolation" in line)
+    m = re.search(r"install --quiet (--no-build-isolation[^&;\n]*?-e \.)", (ROOT / "Makefile").read_text())
+    return user, "pip install " + m.group(1)
+
+
+def odd_install_commands(path, user, editable):
+    allowed = {user, user.split("&&")[-1].strip(), editable}
+    bad = []
+    for n, text in code_spans(path):
+        for m in re.finditer(r"pip install[^`#\n]*--no-build-isolation[^`#\n]*", text):
+            cmd = m.group(0).strip()
+            if cmd.startswith("pip install \"setuptools") and "&&" not in cmd:
+                continue
+            if cmd not in allowed and f"pip install \"setuptools>=70.1\" ninja wheel && {cmd}" != user:
+                bad.append(f"{path.name}:{n}: {cmd}")
+    return bad
+
+
+def test_install_command_checker(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("`pip install --no-build-isolation --no-deps .`, `pip install --no-build-isolation -e .`\n",
+                    encoding="utf-8")
+    assert odd_install_commands(page, 'pip install "setuptools>=70.1" ninja wheel && pip install '
+                                '--no-build-isolation --no-deps .', "pip install --no-build-isolation --no-deps -e .") \
+        == ["page.md:1: pip install --no-build-isolation -e ."]
+
+
+def test_the_install_command_is_one():
+    user, editable = install_commands()
+    assert user == 'pip install "setuptools>=70.1" ninja wheel && pip install --no-build-isolation --no-deps .', user
+    assert editable == "pip install --no-build-isolation --no-deps -e .", editable
+    bad = [b for f in current_docs() for b in odd_install_commands(f, user, editable)]
+    assert not bad, "install commands other than README's:\n" + "\n".join(bad)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Every schema the documentation quotes (a table row `| ... | \`op\` | \`(args) -> returns\` | ...`) is the one
+# csrc/schemas.cpp defines for that op.
+def schemas():
+    """{"op" or "op.overload": "(args) -> returns"} from csrc/schemas.cpp's m.def calls."""
+    text = (ROOT / "csrc" / "schemas.cpp").read_text(encoding="utf-8")
+    out = {}
+    for call in re.findall(r"m\.def\(((?:\s*\"(?:[^\"\\]|\\.)*\")+)\s*\)", text):
+        schema = "".join(bytes(lit, "utf-8").decode("unicode_escape") for lit in re.findall(r'"((?:[^"\\]|\\.)*)"', call))
+        name, rest = schema.split("(", 1)
+        out[name.strip()] = "(" + rest
+    return out
+
+
+def quoted_schemas(path):
+    """(line number, op, schema) of every table row quoting a schema."""
+    for n, line in prose_lines(path.read_text(encoding="utf-8")):
+        m = re.match(r"\|.*\|\s*`([a-z_][\w.]*)`\s*\|\s*`(\([^`]*\) -> [^`]*)`", line)
+        if m:
+            yield n, m.group(1), m.group(2)
+
+
+def test_every_quoted_schema_is_the_registered_one():
+    defined = schemas()
+    assert defined["prelu_backward"] == "(Tensor grad_output, Tensor self, Tensor weight) -> (Tensor, Tensor)"
+    assert len(defined) == 16, sorted(defined)  # 5 backward ops, their .out overloads, 5 forward ops, one probe
+    quoted = [(f.name, n, op, sch) for f in current_docs() for n, op, sch in quoted_schemas(f)]
+    assert len(quoted) >= 10, quoted  # README's and operators.md's tables
+    bad = [f"{name}:{n}: {op}{sch} (csrc/schemas.cpp: {op}{defined.get(op)})" for name, n, op, sch in quoted
+           if defined.get(op) != sch]
+    assert not bad, "schemas that differ from csrc/schemas.cpp:\n" + "\n".join(bad)
