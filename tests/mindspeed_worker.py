@@ -117,17 +117,22 @@ def fused_softmax_on_npu():
                                                 if v != before.get(k, 0)}}
 
 
+def _run_ours_then_unpatch(log):
+    """The last steps of every order: the fused softmax run through what is in place (ours), then unpatch()."""
+    run = fused_softmax_on_npu()
+    tm.unpatch()
+    step(log, "unpatch")
+    return {"steps": log, "ours_ran": run}
+
+
 def mindspeed_then_ours():
     log = []
     import mindspeed.megatron_adaptor  # noqa: F401  (its patches, at import)
 
     step(log, "mindspeed")
     step(log, "patch", tm.patch())
-    run = fused_softmax_on_npu()
     step(log, "patch again", tm.patch())
-    tm.unpatch()
-    step(log, "unpatch")
-    return {"steps": log, "ours_ran": run}
+    return _run_ours_then_unpatch(log)
 
 
 def ours_then_mindspeed():
@@ -137,10 +142,7 @@ def ours_then_mindspeed():
 
     step(log, "mindspeed")
     step(log, "patch again", tm.patch())
-    run = fused_softmax_on_npu()
-    tm.unpatch()
-    step(log, "unpatch")
-    return {"steps": log, "ours_ran": run}
+    return _run_ours_then_unpatch(log)
 
 
 def repatch():
@@ -152,10 +154,7 @@ def repatch():
     mindspeed_repatch({})
     step(log, "repatch")
     step(log, "patch again", tm.patch())
-    run = fused_softmax_on_npu()
-    tm.unpatch()
-    step(log, "unpatch")
-    return {"steps": log, "ours_ran": run}
+    return _run_ours_then_unpatch(log)
 
 
 def train():

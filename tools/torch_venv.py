@@ -85,6 +85,16 @@ def _stub_cuda(venv, py):
             shutil.copy2(path, torch_lib)
 
 
+def _add_packages(pip, args, stamp, key):
+    """The further packages installed into an existing venv, and its record."""
+    if args.pip:
+        _run(pip + args.pip)
+    if args.pip_no_deps:
+        _run(pip + ["--no-deps"] + args.pip_no_deps)
+    with open(stamp, "w") as f:
+        json.dump(key, f)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("venv")
@@ -108,12 +118,7 @@ def main():
         if old == key:
             return
         if all(old.get(k) == key[k] for k in ("python", "torch", "torch_npu")):  # only further packages changed
-            if args.pip:
-                _run(pip + args.pip)
-            if args.pip_no_deps:
-                _run(pip + ["--no-deps"] + args.pip_no_deps)
-            with open(stamp, "w") as f:
-                json.dump(key, f)
+            _add_packages(pip, args, stamp, key)
             return
         shutil.rmtree(venv)
     like = os.path.join(os.path.abspath(args.like), ".torch_venv.json") if args.like else None
@@ -132,12 +137,7 @@ def main():
                     if text.startswith(b"#!"):
                         with open(script, "wb") as f:
                             f.write(text.replace(os.path.dirname(like).encode(), venv.encode()))
-            if args.pip:
-                _run(pip + args.pip)
-            if args.pip_no_deps:
-                _run(pip + ["--no-deps"] + args.pip_no_deps)
-            with open(stamp, "w") as f:
-                json.dump(key, f)
+            _add_packages(pip, args, stamp, key)
             return
     _run([_interpreter(args.python), "-m", "venv", venv])
     _run(pip + ["--upgrade", "pip"])
