@@ -52,7 +52,7 @@ def _run(cmd):
 def _sources():
     paths = [os.path.join(HERE, n) for n in ("runtime.cpp", "regen_symbols.py", "build.py", "alloc_config_shim.cpp",
                                              "acl_op_desc.h", "securec.c")]
-    paths += [os.path.join(HERE, "opapi", n) for n in OPAPI_SOURCES + ["fake_opapi.h"]]
+    paths += [os.path.join(HERE, "opapi", n) for n in OPAPI_SOURCES + ["fake_opapi.h", "aten_dtypes.h"]]
     return paths
 
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../acl_op_desc.h"
+#include "aten_dtypes.h"
 #include "fake_opapi.h"
 
 namespace fake {
@@ -40,22 +41,6 @@ struct AclOpError {
   int code;
   std::string why;
 };
-
-bool acl_scalar_type(int32_t dtype, at::ScalarType& out) {
-  switch (dtype) {
-    case 0: out = at::kFloat; return true;
-    case 1: out = at::kHalf; return true;
-    case 2: out = at::kChar; return true;
-    case 3: out = at::kInt; return true;
-    case 4: out = at::kByte; return true;
-    case 6: out = at::kShort; return true;
-    case 9: out = at::kLong; return true;
-    case 11: out = at::kDouble; return true;
-    case 12: out = at::kBool; return true;
-    case 27: out = at::kBFloat16; return true;
-    default: return false;
-  }
-}
 
 // The formats whose storage is the row-major layout of the storage shape: NCHW NHWC ND HWCN NDHWC NCDHW NC NCL.
 bool base_format(int32_t format) {
@@ -80,11 +65,12 @@ at::Tensor operand(const std::string& op, const char* role, int index, const acl
     throw AclOpError{kAclInvalidParam, what + " has no descriptor or data buffer."};
   }
   if (desc->dtype == fake_acl::kUndefined) return at::Tensor();
-  at::ScalarType st;
-  if (!acl_scalar_type(desc->dtype, st)) {
+  const auto type = aten_type(desc->dtype);
+  if (!type) {
     throw AclOpError{kAclUnsupportedDataType, what + " has aclDataType " + std::to_string(desc->dtype) +
                                                   ", which the fake cannot read."};
   }
+  const at::ScalarType st = *type;
   if (!base_format(desc->kernel_format())) {
     throw AclOpError{kAclFormatNotMatch, what + " has storage format " + std::to_string(desc->kernel_format()) +
                                              "; the fake reads base formats (ND, NCHW, ...) only."};

@@ -23,27 +23,16 @@
 #include <functional>
 #include <string>
 
+#include "aten_dtypes.h"
 #include "fake_opapi.h"
 
 namespace fake {
 namespace {
 
 at::ScalarType scalar_type(int32_t acl) {
-  switch (acl) {
-    case 0: return at::kFloat;
-    case 1: return at::kHalf;
-    case 2: return at::kChar;
-    case 3: return at::kInt;
-    case 4: return at::kByte;
-    case 6: return at::kShort;
-    case 9: return at::kLong;
-    case 11: return at::kDouble;
-    case 12: return at::kBool;
-    case 16: return at::kComplexFloat;
-    case 17: return at::kComplexDouble;
-    case 27: return at::kBFloat16;
-    default: throw std::runtime_error("fake opapi: unsupported aclDataType " + std::to_string(acl));
-  }
+  const auto st = aten_type(acl);
+  if (!st) throw std::runtime_error("fake opapi: unsupported aclDataType " + std::to_string(acl));
+  return *st;
 }
 
 // The CPU view of a descriptor (no copy).
