@@ -10,20 +10,20 @@
 namespace fake {
 
 // The ATen type of an aclDataType code, or nullopt for a code the fake does not take.
-inline std::optional<at::ScalarType> aten_type(int32_t acl) {
+inline std::optional<c10::ScalarType> aten_type(int32_t acl) {
   switch (acl) {
-    case 0: return at::kFloat;
-    case 1: return at::kHalf;
-    case 2: return at::kChar;
-    case 3: return at::kInt;
-    case 4: return at::kByte;
-    case 6: return at::kShort;
-    case 9: return at::kLong;
-    case 11: return at::kDouble;
-    case 12: return at::kBool;
-    case 16: return at::kComplexFloat;
-    case 17: return at::kComplexDouble;
-    case 27: return at::kBFloat16;
+    case 0: return c10::kFloat;
+    case 1: return c10::kHalf;
+    case 2: return c10::kChar;
+    case 3: return c10::kInt;
+    case 4: return c10::kByte;
+    case 6: return c10::kShort;
+    case 9: return c10::kLong;
+    case 11: return c10::kDouble;
+    case 12: return c10::kBool;
+    case 16: return c10::kComplexFloat;
+    case 17: return c10::kComplexDouble;
+    case 27: return c10::kBFloat16;
     default: return std::nullopt;
   }
 }
