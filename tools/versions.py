@@ -244,8 +244,10 @@ def _unpack(archive, dst):
 
     stamp = os.path.join(dst, ".npu_ext_archive")
     key = f"{archive} {os.path.getsize(archive)} {os.path.getmtime(archive)}"
-    if os.path.exists(stamp) and open(stamp).read() == key:
-        return dst
+    if os.path.exists(stamp):
+        with open(stamp) as f:
+            if f.read() == key:
+                return dst
     shutil.rmtree(dst, ignore_errors=True)
     tmp = dst + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
