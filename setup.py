@@ -170,11 +170,13 @@ def _unity_sources(sources, ext_name, stem):
 
 def _module_versions(ext_name):
     """What a compiled module is built against, recorded beside it (torch_ext/_compat.py checks it before the
-    module is loaded): the torch release, and torch_npu's for _C_npu."""
+    module is loaded, and refuses a module without it): the torch release, torch's C++ ABI (the same release comes
+    in both: torch 2.6's PyPI wheels are pre-C++11, its +cpu.cxx11.abi builds C++11; cpp_extension compiles with
+    the installed torch's), the Python, and torch_npu's release for _C_npu."""
     import torch
 
     info = {"module": ext_name, "torch": torch.__version__.split("+")[0],
-            "python": "%d.%d" % sys.version_info[:2]}
+            "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI), "python": "%d.%d" % sys.version_info[:2]}
     if ext_name.endswith("_C_npu"):
         info["torch_npu"] = _torch_npu_location()[1].split("+")[0]
     return info

@@ -16,12 +16,21 @@ The backward operators themselves are ``torch.ops.npu_ext.gelu_backward_v2``, ``
 ``grouped_bias_add_grad``, ``scaled_masked_softmax_backward`` and ``logit_grad`` (also ``torch_ext.ops``).
 """
 
+import sys
+
 import torch  # noqa: F401  (the compiled library links against libtorch)
 
 from . import _compat, _npu
 
-# an ImportError naming the releases built against and running, never an undefined symbol or a crash at load
-_compat.check_built_against(["torch_ext._C"] + (["torch_ext._C_npu"] if _npu.wanted() else []))
+# An ImportError naming what the modules were built against and what runs, never an undefined symbol or a crash
+# at load: a module without its record, another torch, another C++ ABI (torch_npu alone: _npu.load() below).
+try:
+    _compat.check_built_against(["torch_ext._C"] + (["torch_ext._C_npu"] if _npu.wanted() else []))
+except ImportError:
+    if sys.argv[:1] == ["-m"]:  # python -m torch_ext[.x] (argv[0] is "-m" while runpy imports the package)
+        print("\n".join(["torch_ext: the import stops on what its compiled modules were built against:"]
+                        + ["  " + line for line in _compat.report()]), file=sys.stderr, flush=True)
+    raise
 
 from . import _C  # noqa: F401, E402  (registers torch.ops.npu_ext.*)
 from . import _autocast  # noqa: F401  (autocast policy of the forward ops)

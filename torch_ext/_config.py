@@ -98,37 +98,16 @@ def _megatron_line():
             (f"patched ({len(patched)} of {len(megatron.TARGETS)} targets)" if patched else "not patched"))
 
 
-def _built_against_line(npu_version):
-    """What the compiled modules were built against (setup.py records it beside them), next to what runs."""
-    from . import _compat
-
-    parts = []
-    for module in ("torch_ext._C", "torch_ext._C_npu"):
-        built = _compat.built_against(module)
-        if not built:
-            if module.endswith("_C"):
-                parts.append(f"{module.split('.')[-1]}: not recorded")
-            continue
-        what = f"torch {built.get('torch', '?')}"
-        if "torch_npu" in built:
-            what += f" + torch_npu {built['torch_npu']}"
-        parts.append(f"{module.split('.')[-1]}: {what}, Python {built.get('python', '?')}")
-    running = f"torch {_compat.torch_release()}" + (f" + torch_npu {_compat.release(npu_version)}"
-                                                     if npu_version else "")
-    return f"built against: {'; '.join(parts)} (running: {running}; supported: torch " \
-           f"{_compat.MIN_TORCH[0]}.{_compat.MIN_TORCH[1]} to {_compat.MAX_TORCH[0]}.{_compat.MAX_TORCH[1]})"
-
-
 def show_config():
     """The report ``python -m torch_ext`` prints, as a string."""
-    from . import __version__, _variants
+    from . import __version__, _compat, _variants
 
     lines = [f"torch_ext {__version__} ({os.path.dirname(os.path.abspath(__file__))})"]
     lines.append(f"torch {torch.__version__} (C++11 ABI {torch._C._GLIBCXX_USE_CXX11_ABI}), "
                  f"Python {platform.python_version()}, {platform.platform()}")
     npu_version = _version("torch-npu") or _version("torch_npu")
     lines.append(f"torch_npu: {npu_version if npu_version else 'not installed'}")
-    lines.append(_built_against_line(npu_version))
+    lines.extend(_compat.report())  # what each compiled module was built against, and what runs
     if npu_version:
         lines.append(f"CANN: {_cann_version() or 'not found (ASCEND_TOOLKIT_HOME unset and no default install)'}")
     lines.append(f"CPU: {_cpu_model()} ({platform.machine()}, {os.cpu_count()} logical CPUs)")

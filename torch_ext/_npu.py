@@ -4,6 +4,11 @@
 only when it exists AND torch_npu is installed; torch_npu is imported first (it registers the NPU device,
 PrivateUse1, and loads the libraries _C_npu links against). Without either, the package stays CPU-only.
 Setting NPU_EXT_LOAD_NPU=0 skips the NPU kernels even when both are present.
+
+Built against another torch_npu than the running one (the same torch: torch_ext/__init__.py stops any other torch),
+_C_npu is not loaded, with a warning, and why_not_loaded() names both torch_npu releases; the CPU ops keep working.
+That holds for a .postN of the same release too: built against torch_npu 2.7.1.post10, _C_npu fails to load under
+2.7.1.post11 (undefined symbol SetExecConfig(), which post11's libtorch_npu.so no longer exports).
 """
 
 import importlib
@@ -30,7 +35,8 @@ def wanted():
 
 
 def load():
-    """Imports torch_npu and torch_ext._C_npu when both are installed. Returns LOADED."""
+    """Imports torch_npu and torch_ext._C_npu when both are installed and _C_npu was built against this torch_npu.
+    Returns LOADED."""
     global LOADED, _why_not
     if LOADED:
         return True
@@ -44,13 +50,19 @@ def load():
         _why_not = ("torch_ext was built without torch_npu (no torch_ext._C_npu): reinstall it with torch_npu "
                     "installed")
         return False
+    _compat.check_built_against(["torch_ext._C_npu"])  # a record, this torch and its C++ ABI, or an ImportError
+    # built for another torch_npu: the CPU ops work, the NPU kernels not (torch_npu is not imported for them then)
+    difference = _compat.npu_difference()
+    if difference:
+        _why_not = difference
+        warnings.warn(f"torch_ext: {difference}. The npu_ext NPU kernels are not loaded; the CPU ops work")
+        return False
     try:
         importlib.import_module("torch_npu")
     except Exception as e:  # torch_npu present but unusable (e.g. no CANN): keep the CPU library working
         _why_not = f"torch_npu is installed but could not be imported ({type(e).__name__}: {e})"
         warnings.warn(f"torch_ext: {_why_not}; the npu_ext NPU kernels are not loaded")
         return False
-    _compat.check_built_against(["torch_ext._C_npu"])  # built for this torch and torch_npu, or an ImportError
     importlib.import_module("torch_ext._C_npu")
     LOADED = True
     return True
