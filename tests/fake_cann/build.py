@@ -17,7 +17,8 @@ starts (the dynamic loader reads it once): torch_npu's NEEDED libraries and its 
                        empty libraries with those SONAMEs that depend on libascendcl.so, so a symbol looked up
                        in any of them (dlsym searches a library's dependencies) or linked by an object that needs
                        them is found there
-  libopapi.so          the fake aclnn operators (opapi/): the nnopbase object API, the five backward operators
+  libopapi.so          the fake aclnn operators (opapi/): the nnopbase object API and executor cache (pta_cache.cpp),
+                       the five backward operators
                        and the forward ops' operators modelled as the real kernels behave (backward.cpp,
                        forward.cpp; the backward ones are also what the aarch64 stand-in runs), and the operators
                        torch_npu's ATen kernels call, computed by CPU ATen (aten.cpp; it links libtorch_cpu)
@@ -39,7 +40,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-OPAPI_SOURCES = ["nnopbase.cpp", "backward.cpp", "forward.cpp", "aten.cpp", "acl_op.cpp"]
+OPAPI_SOURCES = ["nnopbase.cpp", "pta_cache.cpp", "backward.cpp", "forward.cpp", "aten.cpp", "acl_op.cpp"]
 THIN_RUNTIME = ["libhccl.so", "libacl_op_compiler.so", "libge_runner.so", "libgraph.so", "libacl_tdt_channel.so",
                 "libmsprofiler.so", "libruntime.so"]
 CXXFLAGS = ["-std=c++20", "-O1", "-fPIC", "-Wall", "-Wno-unused-parameter"]

@@ -127,6 +127,41 @@ const char* fake_cann_dump() {
   return text.c_str();
 }
 
+// --- context options -----------------------------------------------------------------------------------------
+// aclrtCtxSetSysParamOpt: what torch_npu (SetDeterministic, ApplyDeterministicLevel) and the NPU path set; the
+// fake's operators read ACL_OPT_DETERMINISTIC (0) at phase 1, as CANN's do, through fake_cann_sys_param.
+namespace {
+std::mutex g_opt_mu;
+std::map<int, int64_t> g_opts;
+}  // namespace
+
+aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value) {
+  {
+    std::lock_guard<std::mutex> lock(g_opt_mu);
+    g_opts[static_cast<int>(opt)] = value;
+  }
+  std::lock_guard<std::mutex> lock(g_mu);
+  ++g_counts["sys param " + std::to_string(static_cast<int>(opt)) + " = " + std::to_string(value)];
+  return kOk;
+}
+
+// The process-wide form (torch_npu 2.13 and later, where the CANN has it): the same options here.
+aclError aclrtSetSysParamOpt(aclSysParamOpt opt, int64_t value) { return aclrtCtxSetSysParamOpt(opt, value); }
+
+aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t* value) {
+  if (value == nullptr) return ACL_ERROR_INVALID_PARAM;
+  std::lock_guard<std::mutex> lock(g_opt_mu);
+  auto it = g_opts.find(static_cast<int>(opt));
+  *value = it == g_opts.end() ? 0 : it->second;
+  return kOk;
+}
+
+int64_t fake_cann_sys_param(int opt) {
+  std::lock_guard<std::mutex> lock(g_opt_mu);
+  auto it = g_opts.find(opt);
+  return it == g_opts.end() ? 0 : it->second;
+}
+
 // --- init, devices, SoC ---------------------------------------------------------------------------------------
 aclError aclInit(const char*) { return kOk; }
 aclError aclFinalize() { return kOk; }
@@ -188,7 +223,21 @@ aclError aclrtGetCurrentContext(aclrtContext* context) {
 }
 
 // --- memory ---------------------------------------------------------------------------------------------------
+// Failure injection (test hook, not ACL API): while armed, every device allocation of at least `min_bytes` fails
+// as the device's memory being exhausted (fake_cann_fail_malloc(0) disarms).
+namespace {
+std::atomic<size_t> g_fail_malloc{0};
+}  // namespace
+
+extern "C" void fake_cann_fail_malloc(size_t min_bytes) { g_fail_malloc = min_bytes; }
+
 aclError aclrtMalloc(void** ptr, size_t size, aclrtMemMallocPolicy) {
+  const size_t fail = g_fail_malloc;
+  if (fail != 0 && size >= fail) {
+    std::lock_guard<std::mutex> lock(g_mu);
+    ++g_counts["malloc failed"];
+    return 207001;  // ACL_ERROR_RT_MEMORY_ALLOCATION: out of device memory
+  }
   const size_t bytes = (size + kAlign - 1) / kAlign * kAlign;
   void* p = std::aligned_alloc(kAlign, bytes == 0 ? kAlign : bytes);
   if (p == nullptr) return ACL_ERROR_BAD_ALLOC;

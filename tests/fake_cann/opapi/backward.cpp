@@ -251,7 +251,7 @@ int aclnnGeluBackwardV2GetWorkspaceSize(const aclTensor* gradOutput, const aclTe
   auto* e = new GeluExec;
   e->g = gradOutput; e->x = self; e->out = gradInput; e->tanh_mode = mode == "tanh";
   e->internal_copies = copies({gradOutput, self});
-  return finish_phase1(e, workspaceSize, executor);
+  return finish_phase1(e, workspaceSize, executor, {gradOutput, self, gradInput});
 }
 
 int aclnnGeluBackwardV2(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void* stream) {
@@ -286,7 +286,7 @@ int aclnnPreluBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTen
   e->ascendc = soc_950();
   e->internal_copies = copies({gradOutput, self, weight});
   e->workspace_size = static_cast<uint64_t>(nw) * sizeof(float);
-  return finish_phase1(e, workspaceSize, executor);
+  return finish_phase1(e, workspaceSize, executor, {gradOutput, self, weight, gradInput, gradWeight});
 }
 
 int aclnnPreluBackward(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void* stream) {
@@ -317,7 +317,7 @@ int grouped_phase1(const aclTensor* gradY, const aclTensor* groupIdx, int64_t gr
   // found at the launch
   e->kernel_missing = !has_kernel("GroupedBiasAddGrad");
   e->workspace_size = static_cast<uint64_t>(gradY->sizes.back()) * sizeof(float);
-  return finish_phase1(e, workspaceSize, executor);
+  return finish_phase1(e, workspaceSize, executor, {gradY, groupIdx, out});
 }
 }  // namespace
 
@@ -364,7 +364,7 @@ int aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(const aclTensor* gradOutput
   auto* e = new SoftmaxExec;
   e->g = gradOutput; e->y = y; e->mask = mask; e->out = out; e->scale = static_cast<float>(scale);
   e->internal_copies = copies({gradOutput, y, mask});
-  return finish_phase1(e, workspaceSize, executor);
+  return finish_phase1(e, workspaceSize, executor, {gradOutput, y, mask, out});
 }
 
 int aclnnScaledMaskedSoftmaxBackward(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void* stream) {
@@ -382,7 +382,7 @@ int aclnnLogitGradGetWorkspaceSize(const aclTensor* x, const aclTensor* dy, doub
   auto* e = new LogitExec;
   e->x = x; e->dy = dy; e->out = out; e->eps = static_cast<float>(eps);
   e->internal_copies = copies({x, dy});
-  return finish_phase1(e, workspaceSize, executor);
+  return finish_phase1(e, workspaceSize, executor, {x, dy, out});
 }
 
 int aclnnLogitGrad(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void* stream) {

@@ -12,12 +12,15 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <initializer_list>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -47,6 +50,8 @@ struct aclTensor {
   int32_t format;
   int64_t storage_elems;
   void* data;
+  bool pinned = false;    // kept by a cached executor (pta_cache.cpp): aclDestroyTensor leaves it alive
+  bool released = false;  // a pinned one the caller destroyed (no longer "live": the cache's own now)
 };
 
 struct aclScalar {
@@ -65,6 +70,7 @@ inline std::mutex g_mu;
 inline std::map<std::string, int> g_calls;
 
 inline std::string g_last_error;
+inline std::atomic<int> g_fail_create_tensor{0};  // fake_opapi_fail_create_tensor
 
 inline void count(const std::string& name, int n = 1) {
   std::lock_guard<std::mutex> lock(g_mu);
@@ -275,14 +281,46 @@ inline bool broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>&
 }
 
 // --- executors --------------------------------------------------------------------------------------------
+struct CacheEntry;  // the executor cache torch_npu drives (pta_cache.cpp; the fake CANN only)
+
+// Live objects, for the leak tests: "live aclTensor" (aclCreateTensor minus the destroyed ones) and "live
+// executor" (made by phase 1, not yet deleted by its launch, aclDestroyAclOpExecutor or the cache).
+inline void live(const char* what, int delta) { count(std::string("live ") + what, delta); }
+
 struct Executor {
-  virtual ~Executor() = default;
+  Executor() { live("executor", 1); }
+  virtual ~Executor() {
+    if (!released) live("executor", -1);
+  }
+  bool released = false;  // a cached one its caller is done with (launched or destroyed): the cache's own now
   virtual int run(void* workspace) = 0;
   uint64_t workspace_size = 0;
   bool kernel_missing = false;  // the launch fails (561000) and writes nothing
   bool empty = false;           // nothing to compute: the operator returns before launching a kernel
   int internal_copies = 0;      // inputs the operator makes contiguous first (one copy kernel each)
+  // Set when torch_npu's executor cache keeps this executor (the entry's own) or when this is a cache hit's
+  // launch of it (addresses: the new call's tensor addresses, in argument order).
+  std::shared_ptr<CacheEntry> cache;
+  std::vector<void*> addresses;
+  bool deterministic = false;  // ACL_OPT_DETERMINISTIC when phase 1 made it (the kernels it chose)
 };
+
+// The context's ACL_OPT_DETERMINISTIC (aclrtCtxSetSysParamOpt), read from the fake runtime when it is loaded
+// (false under the aarch64 stand-in, which has none).
+inline bool deterministic_option() {
+  using Get = int64_t (*)(int);
+  static const Get get = [] {
+    void* rt = dlopen("libascendcl.so", RTLD_NOW | RTLD_NOLOAD);
+    return rt != nullptr ? reinterpret_cast<Get>(dlsym(rt, "fake_cann_sys_param")) : nullptr;
+  }();
+  return get != nullptr && get(0) != 0;
+}
+
+// The executor cache's hooks (set by pta_cache.cpp when it is linked in; the aarch64 stand-in has none).
+inline void (*g_cache_phase1)(Executor*, const std::vector<const aclTensor*>&) = nullptr;  // keep it?
+inline int (*g_cache_run)(Executor*, void* workspace) = nullptr;  // run with its call's addresses
+inline bool (*g_cache_owns)(const Executor*) = nullptr;  // the entry's own executor: never deleted by a launch
+inline void (*g_cache_clear)() = nullptr;                   // fake_opapi_reset(): forget every entry
 
 // Whether a view is row-major contiguous (size-1 dims ignored): aclnn's l0op::Contiguous copies any other input.
 inline bool contiguous(const aclTensor* t) {
@@ -301,22 +339,43 @@ inline int copies(std::initializer_list<const aclTensor*> inputs) {
   return n;
 }
 
-inline int finish_phase1(Executor* e, uint64_t* workspace_size, aclOpExecutor** executor) {
+// The end of a successful phase 1. `io`: the operator's tensor arguments in its signature's order (nullptr for
+// an absent optional one), which torch_npu's executor cache rebinds on a hit; an operator that passes none is
+// never cached.
+inline int finish_phase1(Executor* e, uint64_t* workspace_size, aclOpExecutor** executor,
+                         std::initializer_list<const aclTensor*> io = {}) {
   *workspace_size = e->workspace_size;
   *executor = reinterpret_cast<aclOpExecutor*>(e);
+  e->deterministic = deterministic_option();
+  if (g_cache_phase1 != nullptr && io.size() > 0) g_cache_phase1(e, std::vector<const aclTensor*>(io));
   return kSuccess;
+}
+
+// A launch (or aclDestroyAclOpExecutor) is done with its executor: deleted, unless the cache keeps it, which then
+// no longer counts as the caller's live executor.
+inline void launched(Executor* e) {
+  if (g_cache_owns == nullptr || !g_cache_owns(e)) {
+    delete e;
+  } else if (!e->released) {
+    e->released = true;
+    live("executor", -1);
+  }
 }
 
 inline int phase2(const char* name, void* workspace, uint64_t workspace_size, aclOpExecutor* executor) {
   count(name);
   if (executor == nullptr) return kNullptr;
   auto* e = reinterpret_cast<Executor*>(executor);
-  if (workspace_size != e->workspace_size) { delete e; return kInvalid; }
-  if (workspace_size > 0 && workspace == nullptr) { delete e; return kNullptr; }
-  if (e->kernel_missing) { delete e; return reject(kInner, std::string(name) + ": launch failed, no kernel binary."); }
+  if (workspace_size != e->workspace_size) { launched(e); return kInvalid; }
+  if (workspace_size > 0 && workspace == nullptr) { launched(e); return kNullptr; }
+  if (e->kernel_missing) {
+    launched(e);
+    return reject(kInner, std::string(name) + ": launch failed, no kernel binary.");
+  }
   if (!e->empty) count("kernels", 1 + e->internal_copies);  // the device kernels this call launched
-  const int ret = e->run(workspace);
-  delete e;
+  if (e->deterministic) count(std::string("deterministic launch ") + name);
+  const int ret = g_cache_run != nullptr ? g_cache_run(e, workspace) : e->run(workspace);
+  launched(e);
   return ret;
 }
 

@@ -172,7 +172,7 @@ int aclnnGeluV2GetWorkspaceSize(const aclTensor* x, int64_t approximate, aclTens
   e->x = x; e->y = y; e->tanh_form = approximate == 1;
   e->internal_copies = copies({x});
   e->empty = numel(x) == 0;
-  return finish_phase1(e, workspaceSize, executor);
+  return finish_phase1(e, workspaceSize, executor, {x, y});
 }
 int aclnnGeluV2(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void*) {
   return phase2("aclnnGeluV2", workspace, workspaceSize, executor);
@@ -194,7 +194,7 @@ int aclnnPreluGetWorkspaceSize(const aclTensor* self, const aclTensor* weight, a
   e->x = self; e->w = weight; e->out = out;
   e->internal_copies = copies({self, weight});
   e->empty = numel(self) == 0;
-  return finish_phase1(e, workspaceSize, executor);
+  return finish_phase1(e, workspaceSize, executor, {self, weight, out});
 }
 int aclnnPrelu(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void*) {
   return phase2("aclnnPrelu", workspace, workspaceSize, executor);
@@ -211,7 +211,7 @@ int aclnnLogitGetWorkspaceSize(const aclTensor* input, double eps, const aclTens
   e->x = input; e->out = out; e->eps = eps;
   e->internal_copies = copies({input});
   e->workspace_size = uint64_t(16) << 20;  // logit_tiling.cpp: a fixed 16 MiB
-  return finish_phase1(e, workspaceSize, executor);
+  return finish_phase1(e, workspaceSize, executor, {input, out});
 }
 int aclnnLogit(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void*) {
   return phase2("aclnnLogit", workspace, workspaceSize, executor);
@@ -237,7 +237,7 @@ int aclnnScaledMaskedSoftmaxGetWorkspaceSize(const aclTensor* x, const aclTensor
   e->x = x; e->mask = mask; e->y = y; e->scale = scale;
   e->internal_copies = copies({x, mask});
   e->empty = numel(x) == 0;
-  return finish_phase1(e, workspaceSize, executor);
+  return finish_phase1(e, workspaceSize, executor, {x, mask, y});
 }
 int aclnnScaledMaskedSoftmax(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void*) {
   return phase2("aclnnScaledMaskedSoftmax", workspace, workspaceSize, executor);

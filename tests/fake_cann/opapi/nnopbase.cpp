@@ -12,6 +12,7 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, int32_
                            void* tensorData) {
   count("aclCreateTensor");
   count("format " + std::to_string(format) + " rank " + std::to_string(viewDimsNum));
+  if (g_fail_create_tensor > 0 && --g_fail_create_tensor == 0) return nullptr;  // injected (test hook)
   if ((viewDimsNum > 0 && (viewDims == nullptr || stride == nullptr)) ||
       (storageDimsNum > 0 && storageDims == nullptr)) {
     return nullptr;
@@ -25,12 +26,21 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, int32_
   t->storage_elems = 1;
   for (uint64_t i = 0; i < storageDimsNum; ++i) t->storage_elems *= storageDims[i];
   t->data = tensorData;
+  live("aclTensor", 1);
   return t;
 }
 
 int aclDestroyTensor(const aclTensor* tensor) {
   count("aclDestroyTensor");
-  delete tensor;  // nullptr is fine, as in aclnn
+  if (tensor == nullptr) return kSuccess;  // as in aclnn
+  if (tensor->pinned) {  // a cached executor's: it stays, the cache's own
+    auto* kept = const_cast<aclTensor*>(tensor);
+    if (!kept->released) live("aclTensor", -1);
+    kept->released = true;
+    return kSuccess;
+  }
+  live("aclTensor", -1);
+  delete tensor;
   return kSuccess;
 }
 
@@ -104,11 +114,31 @@ int aclGetViewShape(const aclTensor* tensor, int64_t** viewDims, uint64_t* viewD
   return kSuccess;
 }
 
-// Executors are deleted by their launch (phase 2); one that is never launched is released here.
+// Executors are deleted by their launch (phase 2); one that is never launched is released here (one the executor
+// cache keeps stays).
 int aclDestroyAclOpExecutor(aclOpExecutor* executor) {
-  delete reinterpret_cast<Executor*>(executor);
+  if (executor != nullptr) launched(reinterpret_cast<Executor*>(executor));
   return kSuccess;
 }
+
+// --- the thread-local memory context (nnopbase's huge-memory pool, as op-plugin's InitExecCommonCtx /
+// UnInitExecCommonCtx / ReleaseExecCommonCtx call it): counted as "live memory context" while a thread holds one.
+namespace {
+thread_local bool t_mem_ctx = false;
+}  // namespace
+
+int InitHugeMemThreadLocal(void*, bool) {
+  if (!t_mem_ctx) live("memory context", 1);
+  t_mem_ctx = true;
+  return kSuccess;
+}
+
+void UnInitHugeMemThreadLocal(void*, bool) {
+  if (t_mem_ctx) live("memory context", -1);
+  t_mem_ctx = false;
+}
+
+void ReleaseHugeMem(void*, bool) {}
 
 // --- test hooks (not aclnn API) ---------------------------------------------------------------------------------
 // fake_opapi_calls(name): calls of an entry point (either phase, by its name) and aclCreateTensor's formats as
@@ -119,9 +149,15 @@ int fake_opapi_calls(const char* name) {
   return it == g_calls.end() ? 0 : it->second;
 }
 
+// Clears the counters (the "live ..." ones stay: they count objects, not calls) and the executor cache.
 void fake_opapi_reset() {
-  std::lock_guard<std::mutex> lock(g_mu);
-  g_calls.clear();
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    for (auto it = g_calls.begin(); it != g_calls.end();) {
+      it = it->first.rfind("live ", 0) == 0 ? std::next(it) : g_calls.erase(it);
+    }
+  }
+  if (g_cache_clear != nullptr) g_cache_clear();
 }
 
 // fake_opapi_dump(): every counter as "name=count" lines (for finding which operators a call launched).
@@ -132,6 +168,9 @@ const char* fake_opapi_dump() {
   for (const auto& kv : g_calls) text += kv.first + "=" + std::to_string(kv.second) + "\n";
   return text.c_str();
 }
+
+// Failure injection: the n-th aclCreateTensor from now returns null (0 disarms).
+void fake_opapi_fail_create_tensor(int n) { g_fail_create_tensor = n; }
 
 const char* fake_opapi_last_error() {
   static thread_local std::string copy;
