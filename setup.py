@@ -290,6 +290,14 @@ def _npu_extension():
     major, minor = version.split("+")[0].split(".")[:2]
     include = os.path.join(npu_dir, "include")
     npu_sources = _rel(glob.glob(os.path.join(CSRC, "npu", "*.cpp")))
+    # hit_cache_ext's shape is read from the headers, not from the version: torch_npu changed it inside a release
+    # (2.7.1.post11 has 2.13's deterministic-level form and no SetExecConfig; csrc/npu/torch_npu_compat.h)
+    common_base = os.path.join(include, "third_party", "op-plugin", "op_plugin", "utils", "op_api_common_base.h")
+    try:
+        with open(common_base) as f:
+            level_form = int("const uint32_t level, Args&&... args" in f.read())
+    except OSError:
+        level_form = int(int(major) * 100 + int(minor) >= 213)
     return CppExtension(
         name="torch_ext._C_npu",
         # private copies of the shared validation and of the forward composites (the fallback of the forward ops'
@@ -301,9 +309,11 @@ def _npu_extension():
                       os.path.join(include, "third_party", "hccl", "inc")],
         depends=HEADERS,
         # CURRENT_VERSION: torch_npu's headers select their variant by it; NPU_EXT_TORCH_NPU_VERSION:
-        # csrc/npu/torch_npu_compat.h selects how aclnn is called (op-plugin's extension API from 2.7.1)
+        # csrc/npu/torch_npu_compat.h selects how aclnn is called (op-plugin's extension API from 2.7.1);
+        # NPU_EXT_HIT_CACHE_LEVEL: hit_cache_ext takes the deterministic level
         define_macros=[("CURRENT_VERSION", f"V{major}R{minor}"),
-                       ("NPU_EXT_TORCH_NPU_VERSION", str(int(major) * 100 + int(minor)))],
+                       ("NPU_EXT_TORCH_NPU_VERSION", str(int(major) * 100 + int(minor))),
+                       ("NPU_EXT_HIT_CACHE_LEVEL", str(level_form))],
         extra_compile_args={"cxx": ["-O2", "-g0", "-std=c++20", "-Wall", "-Wno-unused-function"]},
         library_dirs=[os.path.join(npu_dir, "lib")],
         libraries=["torch_npu"],

@@ -874,6 +874,40 @@ def test_missing_entry_points_fall_back(backend):
         "region")
 
 
+FEATURE_LIB_SCRIPT = r"""
+import ctypes, json, sys, torch, torch_npu, torch_ext
+x, dy = torch.rand(4, 8) * 0.9 + 0.05, torch.randn(4, 8)
+got = torch.ops.npu_ext.logit_grad(x.to("npu"), dy.to("npu"), 0.1).cpu()
+feature = ctypes.CDLL(sys.argv[1])
+feature.fake_opapi_calls.restype = ctypes.c_int
+print(json.dumps({"equal": torch.equal(got, torch.ops.npu_ext.logit_grad(x, dy, 0.1)),
+                  "calls": feature.fake_opapi_calls(b"aclnnLogitGradGetWorkspaceSize")}))
+"""
+
+
+def test_operators_outside_libopapi_are_found(backend, tmp_path):
+    """A CANN whose aclnnLogitGrad lives in an aclnn feature library (libaclnn_ops_train.so), not in libopapi.so:
+    op-plugin's GetOpApiFuncAddr searches the feature libraries after libopapi.so (branch 6.0.0 for torch_npu 2.6,
+    where csrc/npu/torch_npu_compat.cpp searches the same list itself, and every later branch), so the operator is
+    found and runs on the device (NPU_EXT_NO_CPU_FALLBACK=1: a fallback would be an error)."""
+    if backend.name != "fake_cann":
+        return  # the stand-in has no library search (tools/aarch64/run.sh does not run this test)
+    build = os.path.join(os.path.dirname(__file__), "fake_cann", "build.py")
+    without = subprocess.run([sys.executable, build, "--without", "aclnnLogitGrad"], check=True, capture_output=True,
+                             text=True).stdout.splitlines()[-1]
+    full = subprocess.run([sys.executable, build], check=True, capture_output=True, text=True).stdout.splitlines()[-1]
+    feature = tmp_path / "libaclnn_ops_train.so"
+    feature.write_bytes((open(os.path.join(full, "libopapi.so"), "rb").read()))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NPU_FAKE_", "NPU_EXT_NO_CPU"))}
+    env.update(NPU_EXT_NO_CPU_FALLBACK="1",
+               LD_LIBRARY_PATH=os.pathsep.join([without, str(tmp_path), os.environ["LD_LIBRARY_PATH"]]))
+    proc = subprocess.run([sys.executable, "-c", FEATURE_LIB_SCRIPT, str(feature)], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.splitlines()[-1])
+    assert result == {"equal": True, "calls": 2}  # the probe and the call, in the feature library
+
+
 def test_old_soc_falls_back_or_raises_at_the_call(backend):
     """An Ascend910A (before A2): the A2/A3-only operators fall back to the CPU; GeluBackwardV2 and PreluBackward
     run there but reject bf16, which is raised at the call with aclnn's status and reason (nothing queued)."""

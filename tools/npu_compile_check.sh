@@ -84,8 +84,13 @@ print("-D_GLIBCXX_USE_CXX11_ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI))
 PYEOF
 )
 
+# hit_cache_ext's form, from the headers as setup.py reads it
+LEVEL_FORM=0
+grep -qF "const uint32_t level, Args&&... args" "$NPU_INC/third_party/op-plugin/op_plugin/utils/op_api_common_base.h" \
+  2>/dev/null && LEVEL_FORM=1
 FLAGS=(-std=c++20 -fPIC -Wall -Wno-unused-function -Werror=return-type
        "-DCURRENT_VERSION=$CURRENT_VERSION" "-DNPU_EXT_TORCH_NPU_VERSION=$((major * 100 + minor))"
+       "-DNPU_EXT_HIT_CACHE_LEVEL=$LEVEL_FORM"
        -DTORCH_EXTENSION_NAME=_C_npu
        "-I$ROOT/csrc"
        "-I$NPU_INC" "-I$NPU_INC/third_party/op-plugin" "-I$NPU_INC/third_party/acl/inc"

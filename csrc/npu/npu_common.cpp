@@ -216,6 +216,8 @@ const char* status_name(int status) {
 }
 
 void throw_rejected(const AclnnApi& api, int status) {
+  TORCH_CHECK(status != compat::kConversionFailed, "npu_ext.", api.op(), ": an argument could not be converted for ",
+              api.name(), ": ", compat::conversion_error(), "; nothing was queued");
   TORCH_CHECK(status != 0, "npu_ext.", api.op(), ": ", api.name(),
               "GetWorkspaceSize returned status 0 but no executor; nothing was queued");
   const char* msg = aclGetRecentErrMsg();

@@ -2,9 +2,13 @@
 #include "npu/torch_npu_compat.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
-#include <mutex>
+#include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -22,8 +26,9 @@ namespace compat {
 
 void* op_api_symbol(const char* name) { return GetOpApiFuncAddr(name); }
 
+
 const char* aclnn_layer() {
-#if NPU_EXT_TORCH_NPU_VERSION >= 213
+#if NPU_EXT_HIT_CACHE_LEVEL
   return "torch_npu's op-plugin extension API (executor cache, deterministic level, task queue)";
 #else
   return "torch_npu's op-plugin extension API (executor cache, deterministic setting, task queue)";
@@ -34,24 +39,77 @@ const char* aclnn_layer() {
 
 namespace {
 
-// CANN's operator libraries, in op-plugin's order: the custom operator packages named by
-// ASCEND_CUSTOM_OPP_PATH (<path>/op_api/lib/libcust_opapi.so, first path first), then libopapi.so.
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t end = text.find(sep, start);
+    out.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) return out;
+    start = end + 1;
+  }
+}
+
+std::string real_path(const std::string& path) {
+  char buf[PATH_MAX];
+  return !path.empty() && path.size() < PATH_MAX && realpath(path.c_str(), buf) != nullptr ? std::string(buf) : "";
+}
+
+// op-plugin's checkOwner: a library of another user is skipped (root may use only root's; another user his own or
+// root's).
+bool owner_ok(const std::string& path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) return false;
+  const uid_t me = getuid();
+  if (me != 0 && info.st_uid == 0) return true;
+  return !((me == 0 && info.st_uid != 0) || (me != 0 && me != info.st_uid));
+}
+
+// The custom operator packages' libcust_opapi.so in `dirs` order; the first one missing ends the list (as
+// op-plugin's `break`).
+void add_custom(const std::vector<std::string>& dirs, std::vector<void*>& out) {
+  for (const std::string& dir : dirs) {
+    const std::string lib = real_path(dir + "/libcust_opapi.so");
+    if (lib.empty()) break;
+    if (!owner_ok(lib)) continue;
+    if (void* h = dlopen(lib.c_str(), RTLD_LAZY)) out.push_back(h);
+  }
+}
+
+// CANN's operator libraries, in the order op-plugin's GetOpApiFuncAddr searches them on torch_npu 2.6 (op-plugin
+// branch 6.0.0, op_plugin/utils/op_api_common.{h,cpp}):
+//   1. the custom operator packages named by ASCEND_CUSTOM_OPP_PATH (":"-separated, <path>/op_api/lib);
+//   2. the vendor packages listed by $ASCEND_OPP_PATH/vendors/config.ini's load_priority= (",", each
+//      <vendors>/<name>/op_api/lib);
+//   3. libopapi.so;
+//   4. the feature libraries libaclnn_ops_infer.so, libaclnn_ops_train.so, libaclnn_math.so, libaclnn_sparse.so,
+//      libaclnn_fft.so, libaclnn_rand.so.
 const std::vector<void*>& op_api_libraries() {
   static const std::vector<void*> libs = [] {
     std::vector<void*> out;
     if (const char* env = std::getenv("ASCEND_CUSTOM_OPP_PATH")) {
-      std::string paths(env);
-      size_t start = 0;
-      while (start <= paths.size()) {
-        const size_t end = std::min(paths.find(':', start), paths.size());
-        const std::string dir = paths.substr(start, end - start);
-        if (!dir.empty()) {
-          if (void* h = dlopen((dir + "/op_api/lib/libcust_opapi.so").c_str(), RTLD_LAZY)) out.push_back(h);
+      std::vector<std::string> dirs;
+      for (const std::string& p : split(env, ':')) dirs.push_back(p + "/op_api/lib/");
+      add_custom(dirs, out);
+    }
+    if (const char* opp = std::getenv("ASCEND_OPP_PATH")) {
+      const std::string vendors = std::string(opp) + "/vendors";
+      std::ifstream config(real_path(vendors + "/config.ini"));
+      std::string line;
+      while (std::getline(config, line)) {
+        if (line.rfind("load_priority=", 0) != 0) continue;
+        std::vector<std::string> dirs;
+        for (const std::string& name : split(line.substr(std::strlen("load_priority=")), ',')) {
+          dirs.push_back(real_path(vendors + "/" + name + "/op_api/lib/"));
         }
-        start = end + 1;
+        add_custom(dirs, out);
+        break;
       }
     }
-    if (void* h = dlopen("libopapi.so", RTLD_LAZY)) out.push_back(h);
+    for (const char* name : {"libopapi.so", "libaclnn_ops_infer.so", "libaclnn_ops_train.so", "libaclnn_math.so",
+                             "libaclnn_sparse.so", "libaclnn_fft.so", "libaclnn_rand.so"}) {
+      if (void* h = dlopen(name, RTLD_LAZY)) out.push_back(h);
+    }
     return out;
   }();
   return libs;
@@ -62,7 +120,7 @@ Fn symbol(const char* name) {
   return reinterpret_cast<Fn>(op_api_symbol(name));
 }
 
-aclDataType acl_dtype(at::ScalarType t) {
+c10::optional<aclDataType> acl_dtype(at::ScalarType t) {
   switch (t) {
     case at::kFloat: return ACL_FLOAT;
     case at::kHalf: return ACL_FLOAT16;
@@ -74,7 +132,7 @@ aclDataType acl_dtype(at::ScalarType t) {
     case at::kByte: return ACL_UINT8;
     case at::kChar: return ACL_INT8;
     case at::kShort: return ACL_INT16;
-    default: TORCH_CHECK(false, "npu_ext: no aclDataType for ", t);
+    default: return c10::nullopt;
   }
 }
 
@@ -100,7 +158,15 @@ aclTensor* convert(const at::Tensor& t) {
   using Create = aclTensor* (*)(const int64_t*, uint64_t, aclDataType, const int64_t*, int64_t, aclFormat,
                                 const int64_t*, uint64_t, void*);
   static const auto create = symbol<Create>("aclCreateTensor");
-  TORCH_CHECK(create != nullptr, "npu_ext: aclCreateTensor is not in this CANN's operator libraries");
+  if (create == nullptr) {
+    conversion_error() = "aclCreateTensor is not in this CANN's operator libraries";
+    return nullptr;
+  }
+  const auto dtype = acl_dtype(t.scalar_type());
+  if (!dtype.has_value()) {
+    conversion_error() = std::string("no aclDataType for ") + c10::toString(t.scalar_type());
+    return nullptr;
+  }
   const int64_t storage_elems = static_cast<int64_t>(t.storage().nbytes() / t.itemsize());
   aclFormat format = ACL_FORMAT_ND;
   switch (t.dim()) {
@@ -109,8 +175,10 @@ aclTensor* convert(const at::Tensor& t) {
     case 5: format = ACL_FORMAT_NCDHW; break;
     default: break;
   }
-  return create(t.sizes().data(), t.sizes().size(), acl_dtype(t.scalar_type()), t.strides().data(),
-                t.storage_offset(), format, &storage_elems, 1, const_cast<void*>(t.storage().data()));
+  aclTensor* out = create(t.sizes().data(), t.sizes().size(), *dtype, t.strides().data(), t.storage_offset(),
+                          format, &storage_elems, 1, const_cast<void*>(t.storage().data()));
+  if (out == nullptr) conversion_error() = "aclCreateTensor returned null";
+  return out;
 }
 
 void release(aclTensor* t) {
@@ -119,16 +187,14 @@ void release(aclTensor* t) {
   if (t != nullptr && destroy != nullptr) destroy(t);
 }
 
+// On every launch, whatever was set before: torch_npu's own operators set the same context option through their
+// own bookkeeping (SetDeterministic, internal to libtorch_npu.so on 2.6), so a cache of what this code set last
+// would miss their changes (on, then a torch_npu operator with it off, then on: launched without it).
 void apply_deterministic() {
-  static std::mutex mu;
-  static int applied = -1;  // not yet
   const int want = at::globalContext().deterministicAlgorithms() ? 1 : 0;
-  std::lock_guard<std::mutex> lock(mu);
-  if (applied == want) return;
   const aclError err = aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, want);
   TORCH_CHECK(err == ACL_SUCCESS, "npu_ext: aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, ", want,
               ") failed with ", err);
-  applied = want;
 }
 
 namespace {
@@ -165,6 +231,17 @@ void enqueue(const char* name, const std::function<int()>& task) {
 }  // namespace portable
 
 #endif
+
+std::string& conversion_error() {
+  static thread_local std::string error;
+  return error;
+}
+
+void destroy_executor(aclOpExecutor* executor) {
+  using Destroy = int (*)(aclOpExecutor*);
+  static const auto destroy = reinterpret_cast<Destroy>(op_api_symbol("aclDestroyAclOpExecutor"));
+  if (executor != nullptr && destroy != nullptr) destroy(executor);
+}
 
 }  // namespace compat
 }  // namespace npu

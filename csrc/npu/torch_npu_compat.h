@@ -9,21 +9,24 @@
 //  * torch_npu 2.7.1 and later export op-plugin's extension API (op_plugin/include/npu_cpp_extension.h, the
 //    functions torch_npu's own EXEC_NPU_CMD uses): the aclnn lookup (GetOpApiFuncAddr), the argument conversion,
 //    the thread-local memory context, torch_npu's executor cache, its deterministic setting, its workspace and its
-//    task queue (RunAclCall). queue_aclnn() runs their sequence as that release's EXEC_NPU_CMD_V1_EXT macro does,
-//    with one difference: phase 1's status is checked on the calling thread (npu_common.h). Two steps differ
-//    between releases:
-//      - 2.13 and later: the deterministic LEVEL (c10_npu::GetDeterministicLevel, applied with
-//        at_npu::native::ApplyDeterministicLevel before the cache lookup), and hit_cache_ext takes that level;
-//      - 2.7.1 to 2.12: SetExecConfig() applies torch.use_deterministic_algorithms after the cache lookup, and
-//        hit_cache_ext has no level parameter (a level passed there would be hashed as the first op argument).
+//    task queue (RunAclCall). queue_aclnn() runs their sequence in that release's EXEC_NPU_CMD_V1_EXT order, with
+//    two differences: phase 1's status is checked on the calling thread (npu_common.h), and in the level form
+//    torch.use_deterministic_algorithms joins torch_npu's cache hash (see queue_aclnn). Two steps differ between
+//    releases:
+//      - 2.13 and later, and 2.7.1.post11 (NPU_EXT_HIT_CACHE_LEVEL, read from the headers): the deterministic
+//        LEVEL (c10_npu::GetDeterministicLevel, applied with at_npu::native::ApplyDeterministicLevel before the
+//        cache lookup), and hit_cache_ext takes that level;
+//      - 2.7.1 to 2.12 otherwise: SetExecConfig() applies torch.use_deterministic_algorithms after the cache
+//        lookup, and hit_cache_ext has no level parameter (a level passed there would be hashed as the first op
+//        argument).
 //    Using the exported API keeps the extension's calls in torch_npu's cache, memory context and deterministic
 //    state exactly as torch_npu's own operators are.
 //
 //  * torch_npu 2.6 exports none of it (its op_plugin include folder has ops.h alone; GetOpApiFuncAddr,
 //    ConvertTypes, InitExecCommonCtx and RunAclCall are internal to libtorch_npu.so). There the call is made
 //    with CANN's C API and the torch_npu API every release exports: the operators are looked up in CANN's
-//    libraries with dlopen/dlsym (custom operator packages first, then libopapi.so, as op-plugin does), the
-//    arguments converted with nnopbase's aclCreateTensor & co. (resolved in the same libraries), the memory
+//    libraries with dlopen/dlsym (custom and vendor packages, libopapi.so, then the feature libraries, as op-plugin
+//    does), the arguments converted with nnopbase's aclCreateTensor & co. (resolved in the same libraries), the memory
 //    context is nnopbase's InitHugeMemThreadLocal / UnInitHugeMemThreadLocal / ReleaseHugeMem when the CANN has
 //    them, the workspace is a byte tensor of torch_npu's caching allocator kept alive by the queued task,
 //    torch.use_deterministic_algorithms is applied with aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC) (what
@@ -40,21 +43,34 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <string>
 
 #ifndef NPU_EXT_TORCH_NPU_VERSION
 #error "NPU_EXT_TORCH_NPU_VERSION (torch_npu major * 100 + minor) must be defined by the build (setup.py)"
 #endif
 
+// Whether op-plugin's hit_cache_ext takes the deterministic level (and torch_npu applies it with
+// ApplyDeterministicLevel, without SetExecConfig): set by setup.py from the installed headers, because torch_npu
+// changed it inside a release (2.7.1.post11 has the 2.13 form); by the version when a build does not say.
+#ifndef NPU_EXT_HIT_CACHE_LEVEL
+#define NPU_EXT_HIT_CACHE_LEVEL (NPU_EXT_TORCH_NPU_VERSION >= 213)
+#endif
+
 #if NPU_EXT_TORCH_NPU_VERSION >= 207
 #include "op_plugin/include/npu_cpp_extension.h"
+
+#include <utility>
 #else
 #include <acl/acl_rt.h>  // aclrtStream
 
 #include <functional>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 #endif
+
+struct aclOpExecutor;  // nnopbase's (op-plugin's headers declare the same)
 
 namespace npu_ext {
 namespace npu {
@@ -66,29 +82,67 @@ void* op_api_symbol(const char* name);
 // How queue_aclnn() calls aclnn on this torch_npu, for the status report.
 const char* aclnn_layer();
 
+// queue_aclnn()'s status when an argument could not be converted for aclnn (torch_npu 2.6 path; the reason in
+// conversion_error(), thread-local). Nothing was called, everything converted before was released.
+inline constexpr int kConversionFailed = -2;
+std::string& conversion_error();
+
+// Runs `undo` when it goes out of scope armed: what a call holds (the memory context, the converted arguments, the
+// executor) is released on every exit, an exception between phase 1 and the enqueue included (a workspace the
+// caching allocator cannot give, a throw in the argument conversion).
+template <typename Undo>
+class ScopeGuard {
+ public:
+  explicit ScopeGuard(Undo undo) : undo_(std::move(undo)) {}
+  ~ScopeGuard() {
+    if (armed_) undo_();
+  }
+  void disarm() { armed_ = false; }
+  ScopeGuard(const ScopeGuard&) = delete;
+  ScopeGuard& operator=(const ScopeGuard&) = delete;
+
+ private:
+  Undo undo_;
+  bool armed_ = true;
+};
+
+// An executor phase 1 made and nothing launched (nnopbase's aclDestroyAclOpExecutor).
+void destroy_executor(aclOpExecutor* executor);
+
+
 #if NPU_EXT_TORCH_NPU_VERSION >= 207
 
 // Phase 1 on the calling thread; when it returns an executor, phase 2 is queued on torch_npu's task queue and
 // `report(status)` inside the queued task turns phase 2's status into what the task reports to the queue. A hit
 // of torch_npu's executor cache queues the cached executor's phase 2 (accepted before) without `report`. Returns
 // phase 1's status; `queued` says whether phase 2 was queued.
+//
+// The order is that release's EXEC_NPU_CMD_V1_EXT: the memory context, the stream, then the cache lookup (2.13:
+// after the deterministic level is applied; 2.7.1 to 2.12: before torch.use_deterministic_algorithms is applied
+// by SetExecConfig). One addition to torch_npu's hash on 2.13 and later: torch.use_deterministic_algorithms.
+// torch_npu 2.13 hashes the deterministic LEVEL (c10_npu::GetDeterministicLevel), which that setting does not
+// change, while ApplyDeterministicLevel applies both; an executor made before torch.use_deterministic_algorithms
+// (True) would be answered after it, with the kernels phase 1 chose without determinism (tests/test_npu_cache.py
+// shows the hit). 2.7.1 to 2.12 hash the setting themselves (CacheParams). The extra value only enters the hash:
+// hit_cache_ext converts nothing.
 template <typename Report, typename... Ts>
 int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued, Report report, Ts&... args) {
   queued = false;
-#if NPU_EXT_TORCH_NPU_VERSION >= 213
+  InitExecCommonCtx();
+  ScopeGuard context([] { UnInitExecCommonCtx(); });
   aclrtStream acl_stream = GetAclStream();
+#if NPU_EXT_HIT_CACHE_LEVEL
   const uint32_t level = c10_npu::GetDeterministicLevel();
-  at_npu::native::ApplyDeterministicLevel(static_cast<int64_t>(level), at::globalContext().deterministicAlgorithms(),
-                                          true);
-  if (hit_cache_ext(acl_stream, name, run_fn, level, args...)) {  // looked up before the memory context
+  const bool deterministic = at::globalContext().deterministicAlgorithms();
+  at_npu::native::ApplyDeterministicLevel(static_cast<int64_t>(level), deterministic, true);
+  if (hit_cache_ext(acl_stream, name, run_fn, level, args..., deterministic)) {
+    context.disarm();  // as the macro: a hit returns here (ExecuteCachedOp ended the cache's thread state)
     queued = true;
     return 0;
   }
-  InitExecCommonCtx();
 #else
-  InitExecCommonCtx();
-  aclrtStream acl_stream = GetAclStream();
   if (hit_cache_ext(acl_stream, name, run_fn, args...)) {
+    context.disarm();
     queued = true;
     return 0;
   }
@@ -99,13 +153,11 @@ int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued
   aclOpExecutor* executor = nullptr;
   aclOpExecutor** executor_addr = &executor;
   auto converted_params = ConvertTypes(args..., workspace_size_addr, executor_addr);
+  ScopeGuard converted([&converted_params] { ReleaseConvertTypes(converted_params); });
   auto get_workspace_size = ConvertToOpApiFunc(converted_params, workspace_fn);
   const int status = call(get_workspace_size, converted_params);
-  if (status != 0 || executor == nullptr) {
-    ReleaseConvertTypes(converted_params);
-    UnInitExecCommonCtx();
-    return status;
-  }
+  if (status != 0 || executor == nullptr) return status;
+  ScopeGuard made([executor] { destroy_executor(executor); });
   void* workspace_addr = GetWorkSpaceAddr(workspace_size);
   auto acl_call = [converted_params, workspace_addr, workspace_size, acl_stream, executor, run_fn, report]() -> int {
     InitExecSubTheadCtx(acl_stream);
@@ -114,22 +166,24 @@ int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued
     ReleaseExecCommonCtx();
     return report(ret);
   };
+  converted.disarm();  // the queued task owns them now (RunAclCall copies acl_call first)
+  made.disarm();
   RunAclCall(name, acl_call);
-  UnInitExecCommonCtx();
   queued = true;
-  return 0;
+  return 0;  // `context` ends the memory context, as UnInitExecCommonCtx() after RunAclCall in the macro
 }
 
 #else  // torch_npu 2.6: CANN's C API and OpCommand::RunOpApiV2
 
-struct aclOpExecutor;
 struct aclTensor;
 
 namespace portable {
 
+// nullptr when the tensor cannot be described (the reason in conversion_error()): a throw in the middle of the
+// argument list would leak the arguments converted before it.
 aclTensor* convert(const at::Tensor& t);
 void release(aclTensor* t);
-void apply_deterministic();  // aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC) when the setting changed
+void apply_deterministic();  // aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC) on every launch
 void mem_ctx_init();         // nnopbase's thread-local memory context, when the CANN has it
 void mem_ctx_uninit();
 void mem_release();
@@ -168,17 +222,18 @@ int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued
   portable::apply_deterministic();
   aclrtStream acl_stream = portable::current_stream();
   portable::mem_ctx_init();
+  ScopeGuard context([] { portable::mem_ctx_uninit(); });
   uint64_t workspace_size = 0;
   aclOpExecutor* executor = nullptr;
+  conversion_error().clear();
   auto params = std::make_tuple(portable::convert_arg(args)..., &workspace_size, &executor);
   using Params = decltype(params);
   constexpr auto all = std::make_index_sequence<std::tuple_size_v<Params>>{};
+  ScopeGuard converted([&params] { portable::release_all(params, all); });
+  if (!conversion_error().empty()) return kConversionFailed;  // the guards release what was converted
   const int status = portable::call_workspace_fn(workspace_fn, params, all);
-  if (status != 0 || executor == nullptr) {
-    portable::release_all(params, all);
-    portable::mem_ctx_uninit();
-    return status;
-  }
+  if (status != 0 || executor == nullptr) return status;
+  ScopeGuard made([executor] { destroy_executor(executor); });
   at::Tensor workspace = workspace_size != 0 ? portable::workspace(workspace_size) : at::Tensor();
   void* workspace_addr = workspace_size != 0 ? workspace.data_ptr() : nullptr;
   auto acl_call = [params, workspace, workspace_addr, workspace_size, acl_stream, executor, run_fn,
@@ -189,10 +244,11 @@ int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued
     portable::mem_release();
     return report(ret);
   };
+  converted.disarm();  // the queued task owns them now
+  made.disarm();
   portable::enqueue(name, acl_call);
-  portable::mem_ctx_uninit();
   queued = true;
-  return 0;
+  return 0;  // `context` ends the memory context
 }
 
 #endif  // NPU_EXT_TORCH_NPU_VERSION

@@ -1,0 +1,431 @@
+"""torch_npu's executor cache with the extension's aclnn calls, in the real torch_npu runtime on the fake CANN
+(make test-npu, and every release row of make test-versions; skipped elsewhere).
+
+On torch_npu 2.7.1 and later the NPU path calls aclnn through op-plugin's extension API (csrc/npu/torch_npu_compat.h),
+so a call repeated with the same shapes is answered from torch_npu's executor cache: torch_npu hashes the arguments
+(each tensor's sizes, dtype, strides, offset and storage size; scalars by their bytes; strings by content; the
+deterministic setting, or level from 2.13; device, stream and the operator's name), and on a hit launches the kept
+executor with the new call's tensor addresses, without phase 1. The fake CANN models nnopbase's side of it
+(tests/fake_cann/opapi/pta_cache.cpp): it keeps the executor phase 1 makes under torch_npu's key, rebinds the kept
+tensors to the new addresses at each hit's launch, and counts "cache hit <api>", "cache miss <api>" and
+"cache kept <api>".
+
+Checked for every aclnn operator the extension calls (the five backward ones and the forward kernels GeluV2, Prelu,
+Logit, ScaledMaskedSoftmax):
+* a repeated call on new tensors hits, and its result equals, bit for bit, a fresh call's (the cache emptied) on
+  the same tensors;
+* a change of shape, dtype, strides, any scalar or string attribute, or of torch.use_deterministic_algorithms
+  misses (phase 1 runs again);
+* the same at TASK_QUEUE_ENABLE=0, 1 and 2 (each its own process: torch_npu reads it at start).
+On torch_npu 2.6 the extension's path has no executor cache (torch_npu 2.6 exports none of op-plugin's API): every
+call runs phase 1, and that is asserted instead.
+"""
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torch_ext
+
+pytestmark = pytest.mark.skipif(not torch_ext._npu.LOADED, reason="needs torch_ext._C_npu (make test-npu)")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _torch_npu_minor():
+    import torch_npu
+
+    major, minor = torch_npu.__version__.split(".")[:2]
+    return int(major) * 100 + int(minor)
+
+
+class Opapi:
+    """The fake libopapi.so's counters (the handle torch_npu loaded: the same counters)."""
+
+    def __init__(self):
+        self.lib = ctypes.CDLL("libopapi.so")
+        self.lib.fake_opapi_calls.restype = ctypes.c_int
+        self.lib.fake_opapi_calls.argtypes = [ctypes.c_char_p]
+        self.lib.fake_opapi_cache_entries.restype = ctypes.c_int
+
+    def calls(self, key):
+        return self.lib.fake_opapi_calls(key.encode())
+
+    def reset(self):
+        """Counters and the cache emptied (after the queued launches ran)."""
+        torch.npu.synchronize()
+        self.lib.fake_opapi_reset()
+
+    def phase1(self, api):
+        return self.calls(api + "GetWorkspaceSize")
+
+    def hits(self, api):
+        return self.calls("cache hit " + api)
+
+
+def _npu(t):
+    return t.to("npu")
+
+
+def _rand(*shape, dtype=torch.float32, low=None):
+    t = torch.rand(*shape) * 0.9 + 0.05 if low == "unit" else torch.randn(*shape)
+    return t.to(dtype)
+
+
+def _transposed(rows, cols, dtype=torch.float32):
+    """A [rows, cols] view with transposed strides."""
+    return _rand(cols, rows, dtype=dtype).t()
+
+
+# Each case: the aclnn entry point, and how to call it: variant -> (op, args) on host tensors, moved to the
+# device per call. The variants each change one thing torch_npu must hash; "base" is the call repeated.
+def _gelu_bwd(variant):
+    shape, dtype, approximate = (4, 8), torch.float32, "none"
+    g, x = _rand(*shape), _rand(*shape)
+    if variant == "shape":
+        g, x = _rand(4, 16), _rand(4, 16)
+    elif variant == "dtype":
+        g, x = _rand(*shape, dtype=torch.bfloat16), _rand(*shape, dtype=torch.bfloat16)
+    elif variant == "stride":
+        x = _transposed(*shape)
+    elif variant == "approximate":
+        approximate = "tanh"
+    return torch.ops.npu_ext.gelu_backward_v2, (g, x, approximate)
+
+
+def _prelu_bwd(variant):
+    g, x, w = _rand(2, 3, 4), _rand(2, 3, 4), _rand(3)
+    if variant == "shape":
+        g, x = _rand(2, 3, 5), _rand(2, 3, 5)
+    elif variant == "dtype":
+        g, x, w = g.half(), x.half(), w.half()
+    elif variant == "stride":
+        x = _rand(2, 4, 3).transpose(1, 2)
+    elif variant == "weight":
+        w = _rand(1)
+    return torch.ops.npu_ext.prelu_backward, (g, x, w)
+
+
+def _grouped_v1(variant):
+    gy, idx = _rand(6, 8), torch.tensor([2, 4, 6])
+    if variant == "shape":
+        gy = _rand(6, 16)
+    elif variant == "dtype":
+        gy = gy.half()
+    elif variant == "stride":
+        gy = _transposed(6, 8)
+    elif variant == "index dtype":
+        idx = idx.int()
+    elif variant == "no index":
+        gy, idx = _rand(3, 2, 8), None
+    return torch.ops.npu_ext.grouped_bias_add_grad, (gy, idx, 0)
+
+
+def _grouped_v2(variant):
+    gy, idx = _rand(6, 8), torch.tensor([2, 2, 2])
+    if variant == "shape":
+        gy = _rand(6, 16)
+    elif variant == "dtype":
+        gy = gy.half()
+    elif variant == "stride":
+        gy = _transposed(6, 8)
+    elif variant == "index dtype":
+        idx = idx.int()
+    return torch.ops.npu_ext.grouped_bias_add_grad, (gy, idx, 1)
+
+
+def _softmax_bwd(variant):
+    shape, scale = (2, 2, 4, 8), 1.0
+    g, y, mask = _rand(*shape), torch.softmax(_rand(*shape), -1), torch.rand(2, 1, 4, 8) > 0.7
+    if variant == "shape":
+        g, y, mask = _rand(2, 2, 4, 16), torch.softmax(_rand(2, 2, 4, 16), -1), torch.rand(2, 1, 4, 16) > 0.7
+    elif variant == "dtype":
+        g, y = g.half(), y.half()
+    elif variant == "stride":
+        y = torch.softmax(_rand(2, 4, 2, 8), -1).transpose(1, 2)
+    elif variant == "mask shape":
+        mask = torch.rand(1, 1, 4, 8) > 0.7
+    elif variant == "scale":
+        scale = 0.5
+    return torch.ops.npu_ext.scaled_masked_softmax_backward, (g, y, mask, scale)
+
+
+def _logit_bwd(variant):
+    x, dy, eps = _rand(4, 8, low="unit"), _rand(4, 8), -1.0
+    if variant == "shape":
+        x, dy = _rand(4, 16, low="unit"), _rand(4, 16)
+    elif variant == "dtype":
+        x, dy = x.bfloat16(), dy.bfloat16()
+    elif variant == "stride":
+        x = (torch.rand(8, 4) * 0.9 + 0.05).t()
+    elif variant == "eps":
+        eps = 0.1
+    return torch.ops.npu_ext.logit_grad, (x, dy, eps)
+
+
+def _gelu(variant):
+    x, approximate = _rand(4, 8, dtype=torch.bfloat16), "none"
+    if variant == "shape":
+        x = _rand(4, 16, dtype=torch.bfloat16)
+    elif variant == "dtype":
+        x = x.half()
+    elif variant == "stride":
+        x = _transposed(4, 8, dtype=torch.bfloat16)
+    elif variant == "approximate":
+        approximate = "tanh"
+    return torch.ops.npu_ext.gelu, (x, approximate)
+
+
+def _prelu(variant):
+    x, w = _rand(2, 3, 4), _rand(3)
+    if variant == "shape":
+        x = _rand(2, 3, 5)
+    elif variant == "dtype":
+        x, w = x.half(), w.half()
+    elif variant == "stride":
+        x = _rand(2, 4, 3).transpose(1, 2)
+    elif variant == "weight":
+        w = _rand(1)
+    return torch.ops.npu_ext.prelu, (x, w)
+
+
+def _logit(variant):
+    x, eps = _rand(4, 8, low="unit"), None
+    if variant == "shape":
+        x = _rand(4, 16, low="unit")
+    elif variant == "dtype":
+        x = x.half()
+    elif variant == "stride":
+        x = (torch.rand(8, 4) * 0.9 + 0.05).t()
+    elif variant == "eps":
+        eps = 0.1
+    return torch.ops.npu_ext.logit, (x, eps)
+
+
+def _softmax(variant):
+    x, mask, scale = _rand(2, 2, 4, 8), torch.rand(2, 1, 4, 8) > 0.7, 1.0
+    if variant == "shape":
+        x, mask = _rand(2, 2, 4, 16), torch.rand(2, 1, 4, 16) > 0.7
+    elif variant == "dtype":
+        x = x.bfloat16()
+    elif variant == "stride":
+        x = _rand(2, 4, 2, 8).transpose(1, 2)
+    elif variant == "mask shape":
+        mask = torch.rand(1, 1, 4, 8) > 0.7
+    elif variant == "scale":
+        scale = 0.5
+    return torch.ops.npu_ext.scaled_masked_softmax, (x, mask, scale)
+
+
+CASES = {
+    "aclnnGeluBackwardV2": (_gelu_bwd, ["shape", "dtype", "stride", "approximate"]),
+    "aclnnPreluBackward": (_prelu_bwd, ["shape", "dtype", "stride", "weight"]),
+    "aclnnGroupedBiasAddGrad": (_grouped_v1, ["shape", "dtype", "stride", "index dtype", "no index"]),
+    "aclnnGroupedBiasAddGradV2": (_grouped_v2, ["shape", "dtype", "stride", "index dtype"]),
+    "aclnnScaledMaskedSoftmaxBackward": (_softmax_bwd, ["shape", "dtype", "stride", "mask shape", "scale"]),
+    "aclnnLogitGrad": (_logit_bwd, ["shape", "dtype", "stride", "eps"]),
+    "aclnnGeluV2": (_gelu, ["shape", "dtype", "stride", "approximate"]),
+    "aclnnPrelu": (_prelu, ["shape", "dtype", "stride", "weight"]),
+    "aclnnLogit": (_logit, ["shape", "dtype", "stride", "eps"]),
+    "aclnnScaledMaskedSoftmax": (_softmax, ["shape", "dtype", "stride", "mask shape", "scale"]),
+}
+VARIANTS = [(api, variant) for api, (_, variants) in CASES.items() for variant in variants]
+
+
+def _call(op, host_args, keep=None):
+    """The op on device copies of host_args; host results (a tuple). `keep` (a list) keeps the device tensors
+    alive, so that the next call's tensors get other device addresses (the caching allocator would hand the same
+    blocks back, and a hit that ignored the new addresses would go unnoticed)."""
+    args = [_npu(a) if isinstance(a, torch.Tensor) else a for a in host_args]
+    out = op(*args)
+    out = out if isinstance(out, tuple) else (out,)
+    if keep is not None:
+        keep.extend([a for a in args if isinstance(a, torch.Tensor)] + list(out))
+    return tuple(o.cpu() for o in out)
+
+
+@pytest.fixture(scope="module")
+def opapi():
+    lib = Opapi()
+    for make, _ in CASES.values():  # every entry point probed once, so the tests count their own calls only
+        _call(*make("base"))
+    return lib
+
+
+CACHED = _torch_npu_minor() >= 207 if torch_ext._npu.LOADED else False
+
+
+@pytest.mark.parametrize("api", list(CASES))
+def test_a_repeated_call_hits_and_equals_a_fresh_call(opapi, api):
+    make, _ = CASES[api]
+    opapi.reset()
+    first = []
+    _call(*make("base"), keep=first)  # kept, and its tensors alive
+    op, args = make("base")  # new tensors (new addresses, new values), the same shapes
+    hit = _call(op, args)
+    assert opapi.phase1(api) == (1 if CACHED else 2)
+    assert opapi.hits(api) == (1 if CACHED else 0)
+    assert opapi.calls(api) == 2  # two launches either way
+    opapi.reset()
+    fresh = _call(op, args)  # the same tensors, the cache empty: phase 1 again
+    assert opapi.phase1(api) == 1 and opapi.hits(api) == 0
+    for h, f in zip(hit, fresh):
+        assert torch.equal(h, f) or torch.equal(h.isnan(), f.isnan()) and torch.equal(h.nan_to_num(), f.nan_to_num())
+
+
+@pytest.mark.parametrize("api,variant", VARIANTS)
+def test_a_changed_call_misses(opapi, api, variant):
+    make, _ = CASES[api]
+    opapi.reset()
+    _call(*make("base"))
+    op, args = make(variant)
+    changed = _call(op, args)
+    assert opapi.hits(api) == 0, f"{variant}: torch_npu's cache answered a call that differs"
+    assert opapi.phase1(api) == 2
+    opapi.reset()
+    assert all(torch.equal(c.nan_to_num(), f.nan_to_num()) for c, f in zip(changed, _call(op, args)))
+
+
+@pytest.mark.parametrize("api", list(CASES))
+def test_the_deterministic_setting_misses(opapi, api):
+    """torch.use_deterministic_algorithms(True) after a call: the next call must not reuse the executor phase 1
+    made without it. (torch_npu 2.13 hashes its deterministic level, not this setting: the extension adds it.)"""
+    make, _ = CASES[api]
+    opapi.reset()
+    _call(*make("base"))
+    try:
+        torch.use_deterministic_algorithms(True)
+        _call(*make("base"))
+        assert opapi.hits(api) == 0 and opapi.phase1(api) == 2
+        _call(*make("base"))  # deterministic again: its own entry
+    finally:
+        torch.use_deterministic_algorithms(False)
+    _call(*make("base"))  # back to the first entry
+    assert opapi.hits(api) == (2 if CACHED else 0)
+    assert opapi.phase1(api) == (2 if CACHED else 4)
+
+
+@pytest.mark.parametrize("api", list(CASES))
+def test_the_deterministic_option_follows_the_setting_at_every_launch(opapi, api):
+    """On torch_npu 2.6 the NPU path sets ACL_OPT_DETERMINISTIC itself (aclrtCtxSetSysParamOpt), and torch_npu's
+    own operators set the same option by their own bookkeeping: whatever was set in between (here set to 0
+    directly, as a torch_npu operator run with the setting off does), each launch must be made with the option
+    torch.use_deterministic_algorithms asks for. The fake's operators read the option at phase 1 and count a
+    launch made with it as "deterministic launch <api>". (On 2.7.1 and later torch_npu applies the setting itself,
+    SetExecConfig / ApplyDeterministicLevel, by its own means: not this test's subject.)"""
+    if CACHED:
+        return
+    make, _ = CASES[api]
+    runtime = ctypes.CDLL("libascendcl.so")
+    opapi.reset()
+    try:
+        torch.use_deterministic_algorithms(True)
+        _call(*make("base"))
+        assert opapi.calls("deterministic launch " + api) == 1
+        runtime.aclrtCtxSetSysParamOpt(0, ctypes.c_int64(0))  # ACL_OPT_DETERMINISTIC off behind the extension
+        _call(*make("base"))
+        assert opapi.calls("deterministic launch " + api) == 2, "launched without determinism"
+        torch.use_deterministic_algorithms(False)
+        _call(*make("base"))
+        assert opapi.calls("deterministic launch " + api) == 2, "launched with determinism after it was turned off"
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+SCRIPT = r"""
+import json, sys
+sys.path.insert(0, {here!r})
+import torch, torch_npu, torch_ext
+import test_npu_cache as t
+lib = t.Opapi()
+out = {{}}
+for api, (make, _) in t.CASES.items():
+    t._call(*make("base"))  # probe and first call
+    lib.reset()
+    first = []
+    t._call(*make("base"), keep=first)
+    op, args = make("base")
+    hit = t._call(op, args)
+    row = {{"phase1": lib.phase1(api), "hits": lib.hits(api), "launches": lib.calls(api)}}
+    lib.reset()
+    fresh = t._call(op, args)
+    row["equal"] = all(torch.equal(h.nan_to_num(), f.nan_to_num()) for h, f in zip(hit, fresh))
+    out[api] = row
+print("RESULT " + json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("level", ["0", "1", "2"])
+def test_task_queue_levels(level):
+    env = dict(os.environ, TASK_QUEUE_ENABLE=level)
+    proc = subprocess.run([sys.executable, "-c", SCRIPT.format(here=HERE)], env=env, capture_output=True,
+                          text=True, timeout=600)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stdout[-2000:] + proc.stderr[-4000:]
+    rows = json.loads(lines[-1][len("RESULT "):])
+    want = {"phase1": 1, "hits": 1, "launches": 2, "equal": True} if CACHED else \
+        {"phase1": 2, "hits": 0, "launches": 2, "equal": True}
+    assert rows == {api: want for api in CASES}
+
+
+# --- a failure in the middle of a call ------------------------------------------------------------------------
+LIVE = ["live aclTensor", "live executor", "live memory context"]
+
+
+def _live(opapi):
+    """The live objects outside the executor cache (emptied first: an executor phase 1 made stays in the cache,
+    unusable, when its call failed before the launch, as nnopbase keeps it)."""
+    opapi.reset()
+    return {key: opapi.calls(key) for key in LIVE}
+
+
+def test_a_workspace_allocation_failure_releases_everything(opapi):
+    """aclnnLogit asks for a 16 MiB workspace (logit_tiling.cpp): with the device unable to give it, the call raises
+    after phase 1, and the memory context, the converted arguments and the executor are all released; the next call
+    succeeds."""
+    runtime = ctypes.CDLL("libascendcl.so")
+    runtime.fake_cann_fail_malloc.argtypes = [ctypes.c_size_t]
+    x = (torch.rand(64) * 0.9 + 0.05).to("npu")
+    torch.ops.npu_ext.logit(x, 0.2)  # a whole call: the memory context ended
+    torch.npu.synchronize()  # (2.6: the queued task holds its workspace until it ran)
+    torch.npu.empty_cache()  # no cached block to reuse: the workspace is a device allocation
+    before = _live(opapi)  # and the cache empty: phase 1 runs
+    runtime.fake_cann_fail_malloc(8 << 20)
+    try:
+        with pytest.raises(RuntimeError, match="(?i)out of memory"):
+            torch.ops.npu_ext.logit(x, 0.1)
+    finally:
+        runtime.fake_cann_fail_malloc(0)
+    torch.npu.synchronize()
+    assert opapi.phase1("aclnnLogit") == 1 and opapi.calls("aclnnLogit") == 0
+    assert _live(opapi) == before, "something of the failed call was not released"
+    y = torch.ops.npu_ext.logit(x, 0.1).cpu()
+    assert torch.allclose(y, torch.logit(x.cpu(), 0.1), atol=1e-6)
+
+
+def test_a_conversion_failure_releases_everything(opapi):
+    """The second tensor of gelu_backward_v2's call cannot be described (aclCreateTensor returns null): on torch_npu
+    2.7.1+ torch_npu passes the null on and phase 1 rejects it (161001), on 2.6 the extension's own conversion stops
+    the call; either way a RuntimeError naming the op, everything released, and the next call succeeds."""
+    g, x = torch.randn(4, 8), torch.randn(4, 8)
+    gd, xd = g.to("npu"), x.to("npu")
+    torch.ops.npu_ext.gelu_backward_v2(gd, xd, "tanh")  # a whole call: the memory context ended
+    before = _live(opapi)
+    opapi.lib.fake_opapi_fail_create_tensor(2)
+    try:
+        with pytest.raises(RuntimeError, match=r"npu_ext\.gelu_backward_v2: .*aclnnGeluBackwardV2") as info:
+            torch.ops.npu_ext.gelu_backward_v2(gd, xd, "none")
+    finally:
+        opapi.lib.fake_opapi_fail_create_tensor(0)
+    torch.npu.synchronize()
+    assert ("161001" in str(info.value)) if CACHED else \
+        ("could not be converted" in str(info.value) and "aclCreateTensor returned null" in str(info.value))
+    assert opapi.calls("aclnnGeluBackwardV2") == 0  # nothing launched
+    assert _live(opapi) == before, "something of the failed call was not released"
+    out = torch.ops.npu_ext.gelu_backward_v2(gd, xd, "none").cpu()
+    assert torch.allclose(out, torch.ops.npu_ext.gelu_backward_v2(g, x, "none"), atol=1e-6)
