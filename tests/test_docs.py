@@ -8,6 +8,7 @@ holds exactly the two commands `make bench` and `make test`. No torch needed: pl
 """
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -349,3 +350,150 @@ def test_every_quoted_schema_is_the_registered_one():
     bad = [f"{name}:{n}: {op}{sch} (csrc/schemas.cpp: {op}{defined.get(op)})" for name, n, op, sch in quoted
            if defined.get(op) != sch]
     assert not bad, "schemas that differ from csrc/schemas.cpp:\n" + "\n".join(bad)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Reference pages say what is true now. README.md and docs/*.md other than docs/history.md (CHANGELOG.md and
+# history.md are history) cite no commit of this repository and no dated run. A commit is a 7-40 hex-digit token that
+# `git cat-file` resolves to a commit of this repository (so hex numbers such as 0x7f, sha256 digests and other
+# repositories' revisions are not flagged); a dated run is an ISO date 20YY-MM-DD.
+_HEX_TOKEN = re.compile(r"(?<![0-9A-Za-z_])[0-9a-f]{7,40}(?![0-9A-Za-z_])")
+_ISO_DATE = re.compile(r"(?<![0-9])20\d\d-[01]\d-[0-3]\d(?![0-9])")
+
+
+def reference_pages():
+    return [p for p in current_docs() if p != HISTORY]
+
+
+def git_commits(tokens, root=ROOT):
+    """The tokens that name a commit of the repository at `root` (one `git cat-file --batch-check` call)."""
+    tokens = sorted(set(tokens))
+    if not tokens:
+        return set()
+    out = subprocess.run(["git", "cat-file", "--batch-check"], cwd=root, capture_output=True, text=True, check=True,
+                         input="".join(f"{t}^{{commit}}\n" for t in tokens)).stdout.splitlines()
+    assert len(out) == len(tokens), out
+    return {t for t, line in zip(tokens, out) if not line.endswith("missing") and " commit " in f" {line} "}
+
+
+def history_citations(path, root=ROOT):
+    """'file:line: token' for every commit of the repository and every ISO date the page cites."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    hexes = [(n, t) for n, line in enumerate(lines, 1) for t in _HEX_TOKEN.findall(line)]
+    commits = git_commits([t for _, t in hexes], root)
+    bad = [f"{path.name}:{n}: commit {t}" for n, t in hexes if t in commits]
+    bad += [f"{path.name}:{n}: date {d}" for n, line in enumerate(lines, 1) for d in _ISO_DATE.findall(line)]
+    return bad
+
+
+def _in_git_checkout():
+    return subprocess.run(["git", "rev-parse", "--git-dir"], cwd=ROOT, capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not _in_git_checkout(), reason="not a git checkout: commits cannot be told from hex numbers")
+def test_citation_checker(tmp_path):
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    page = tmp_path / "page.md"
+    page.write_text(f"Measured at {head[:7]} (`{head}`), 2026-11-24.\n"
+                    "Not commits: 0x7f, deadbeef0, sha256 " + "ab" * 32 + ", ops-nn e5c3fa93, 1234567; version 2.13.0.\n",
+                    encoding="utf-8")
+    assert history_citations(page) == [f"page.md:1: commit {head[:7]}", f"page.md:1: commit {head}",
+                                       "page.md:1: date 2026-11-24"]
+
+
+@pytest.mark.skipif(not _in_git_checkout(), reason="not a git checkout: commits cannot be told from hex numbers")
+def test_reference_pages_cite_no_commit_and_no_dated_run():
+    pages = reference_pages()
+    assert README in pages and DOCS / "performance.md" in pages and HISTORY not in pages
+    bad = [b for p in pages for b in history_citations(p)]
+    assert not bad, ("reference pages must say what is true now; move measured runs to docs/history.md:\n"
+                     + "\n".join(bad))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Environment variables. docs/config.md's tables list every variable with its owner: "torch_ext" for the project's
+# own, "<owner>'s own" (CANN's, PyTorch's, ...) for a third party's. Every `NPU_EXT_*` name in the code of the package
+# (torch_ext/, csrc/), setup.py, tools/, benchmarks/, the Makefile, .ci/ and tests/ is a variable that code reads or
+# sets for a reader, except by two stated rules: a name a C preprocessor line defines or tests (#define, #undef, #if,
+# #ifdef, #ifndef, #elif; setup.py's define_macros reach the sources that way) is a compile-time define, and a name
+# inside a `startswith(...)` call is a prefix, not a variable. Each such variable is in config.md's tables, and
+# every `NPU_EXT_*` name config.md gives is one of them.
+_ENV_NAME = re.compile(r"\bNPU_EXT_[A-Z0-9_]+\b")
+_CPP_DIRECTIVE = re.compile(r"^\s*#\s*(?:define|undef|ifdef|ifndef|if|elif)\b.*$", re.M)
+_C_SUFFIXES = {".c", ".cc", ".cpp", ".h", ".hpp", ".cu"}
+_CODE_SUFFIXES = _C_SUFFIXES | {".py", ".sh", ""}
+_CONFIG = DOCS / "config.md"
+
+
+def code_files(root=ROOT):
+    roots = [root / d for d in ("torch_ext", "csrc", "tools", "benchmarks", "tests", ".ci")]
+    files = [root / "setup.py", root / "Makefile"]
+    for d in roots:
+        files += [p for p in d.rglob("*") if p.is_file() and p.suffix in _CODE_SUFFIXES and "__pycache__" not in p.parts]
+    return [p for p in files if p.exists() and p != Path(__file__).resolve()]  # not these checks' own samples
+
+
+def code_env_vars(files):
+    """{name: first file} of the NPU_EXT_* environment variables the files name, C defines and prefixes aside."""
+    found, macros = {}, set()
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue  # a binary without a suffix
+        if path.suffix in _C_SUFFIXES:
+            macros.update(n for line in _CPP_DIRECTIVE.findall(text) for n in _ENV_NAME.findall(line))
+        text = re.sub(r"startswith\([^)]*\)", "", text)
+        for name in _ENV_NAME.findall(text):
+            found.setdefault(name, path.name)
+    return {n: f for n, f in found.items() if n not in macros}
+
+
+def config_variables(path=_CONFIG):
+    """(line number, variable, owner) of every row of config.md's variable tables."""
+    for n, line in prose_lines(path.read_text(encoding="utf-8")):
+        m = re.match(r"\|\s*`([A-Z][A-Z0-9_]*)`\s*\|\s*([^|]*?)\s*\|", line)
+        if m:
+            yield n, m.group(1), m.group(2)
+
+
+def test_env_var_scanner(tmp_path):
+    (tmp_path / "a.py").write_text('os.environ.get("NPU_EXT_ONE")\nk.startswith(("NPU_FAKE_", "NPU_EXT_NO"))\n')
+    (tmp_path / "b.h").write_text('#define NPU_EXT_MACRO(x) x\n#if NPU_EXT_LEVEL >= 2\nint v = NPU_EXT_LEVEL;\n#endif\n'
+                                  'const char* e = std::getenv("NPU_EXT_TWO");\n')
+    (tmp_path / "c.sh").write_text('A="${NPU_EXT_THREE:-x}"\n')
+    assert code_env_vars(sorted(tmp_path.iterdir())) == {"NPU_EXT_ONE": "a.py", "NPU_EXT_TWO": "b.h",
+                                                         "NPU_EXT_THREE": "c.sh"}
+
+
+def test_every_env_var_is_in_config_md_and_every_one_there_is_read():
+    in_code = code_env_vars(code_files())
+    assert {"NPU_EXT_LOAD_NPU", "NPU_EXT_BUILD_NPU", "NPU_EXT_AARCH64_DIR"} <= set(in_code), sorted(in_code)
+    assert not {"NPU_EXT_TORCH_NPU_VERSION", "NPU_EXT_HIT_CACHE_LEVEL", "NPU_EXT_NO_CPU"} & set(in_code)
+    rows = {v for _, v, _ in config_variables()}
+    missing = sorted(f"{n} (in {f})" for n, f in in_code.items() if n not in rows)
+    assert not missing, "environment variables the code reads that docs/config.md's tables do not list:\n" + \
+        "\n".join(missing)
+    named = set(_ENV_NAME.findall(_CONFIG.read_text(encoding="utf-8")))
+    unread = sorted(named - set(in_code))
+    assert not unread, "NPU_EXT_* names in docs/config.md that no code reads: " + ", ".join(unread)
+
+
+def test_config_md_marks_third_party_variables():
+    rows = list(config_variables())
+    assert len(rows) >= 30, rows
+    bad = []
+    for n, var, owner in rows:
+        ours = owner == "torch_ext"
+        m = re.fullmatch(r"([A-Za-z][\w-]*)'s own", owner)
+        if not ours and not (m and m.group(1) != "torch_ext"):
+            bad.append(f"config.md:{n}: {var}: owner {owner!r} is neither 'torch_ext' nor \"<owner>'s own\"")
+        elif var.startswith("NPU_EXT_") and not ours:
+            bad.append(f"config.md:{n}: {var} is torch_ext's own")
+    listed = {v for _, v, _ in rows}
+    # Every variable-like name (upper case with an underscore) config.md puts in backticks is a row of its tables.
+    text = _CONFIG.read_text(encoding="utf-8")
+    for name in sorted(set(re.findall(r"`([A-Z][A-Z0-9]*_[A-Z0-9_]+)(?:=[^`]*)?`", text)) - listed):
+        bad.append(f"config.md: `{name}` is named but not in a table with its owner")
+    assert not bad, "\n".join(bad)
