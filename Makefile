@@ -134,6 +134,7 @@ test-versions: venv
 # torch 2.7.1, torch_npu 2.7.1.post10 on the fake CANN, Megatron-LM's megatron/ on PYTHONPATH and MindSpeed installed
 # as its guide says (both unpacked from ../shared/thirdparty/ or $NPU_EXT_THIRDPARTY), the package installed with
 # README's command; tests/test_mindspeed.py there (docs/megatron.md#mindspeed). MINDSPEED=<branch> runs one pair.
+# The first pair also builds the cluster wheel, which the second installs without compiling (docs/install.md).
 MINDSPEED ?=
 test-mindspeed: venv
 	$(PYTHON) tools/versions.py mindspeed $(MINDSPEED)

@@ -49,10 +49,17 @@ def _clean_env(**extra):
     return env
 
 
+# Another runtime may hold an editable torch_ext (the project's .venv: `make develop`), whose import hook maps
+# torch_ext's submodules to its own tree ahead of PYTHONPATH: the copy under test would load that tree's _C. The
+# hook is dropped first, so that the import is this copy's alone.
+THIS_COPY_ONLY = "import sys; sys.meta_path[:] = [f for f in sys.meta_path if '__editable__' not in repr(f)]\n"
+
+
 def _import(python, path, extra_env=None):
     """Imports torch_ext from `path` with `python`; returns (exit code, last line of stderr)."""
     env = _clean_env(PYTHONPATH=path, **(extra_env or {}))
-    p = subprocess.run([python, "-c", "import torch_ext"], capture_output=True, text=True, env=env, cwd=path)
+    p = subprocess.run([python, "-c", THIS_COPY_ONLY + "import torch_ext"], capture_output=True, text=True, env=env,
+                       cwd=path)
     lines = [line for line in p.stderr.strip().splitlines() if line.strip()]
     return p.returncode, (lines[-1] if lines else "")
 
@@ -333,7 +340,8 @@ ImportError: torch_ext._C was built against torch 2.5.1, but this environment ru
                 tried += 1
                 if same_torch and npu_module_seen:  # torch_npu alone differs: the import succeeds without _C_npu
                     env = _clean_env(PYTHONPATH=tmp)
-                    p = subprocess.run([python, "-c", "import torch_ext; print(torch_ext._npu.why_not_loaded())"],
+                    p = subprocess.run([python, "-c", THIS_COPY_ONLY +
+                                        "import torch_ext; print(torch_ext._npu.why_not_loaded())"],
                                        capture_output=True, text=True, env=env, cwd=tmp)
                     self.assertEqual(p.returncode, 0, (python, p.stderr))
                     self.assertTrue(p.stdout.strip().startswith(_fill(

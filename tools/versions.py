@@ -27,10 +27,13 @@ build/mindspeed/<branch>/venv, set up as MindSpeed's install guide says: Megatro
 MindSpeed (unpacked into build/mindspeed/<branch>/mindspeed) installed with `pip install --no-deps -e` plus the
 packages its import needs (MINDSPEED_PIP). The archives are ../shared/thirdparty/'s, or $NPU_EXT_THIRDPARTY's;
 nothing of them enters the repository. The tests are tests/test_mindspeed.py, with NPU_EXT_MINDSPEED naming the
-pair (a skip is a failure there too).
+pair (a skip is a failure there too). Two pairs of one runtime test the cluster wheel (docs/install.md): the first
+also builds it (pip wheel --no-build-isolation --no-deps .) into build/mindspeed/wheel, the second installs that
+wheel instead of compiling and runs tests/test_npu_device.py and tests/test_version_mismatch.py besides.
 """
 
 import argparse
+import glob
 import json
 import os
 import shutil
@@ -136,17 +139,32 @@ def _copy_tree(dst):
 
 
 def _expand(tests):
-    import glob
-
     out = []
     for t in tests:
         out += sorted(glob.glob(os.path.join(ROOT, t))) or [os.path.join(ROOT, t)]
     return out
 
 
-def _prepare(release, base, venv_args, python=None):
+def _tree_digest():
+    """What the working tree holds (HEAD, its changes and untracked files): a wheel built from another is stale."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for cmd in (["git", "rev-parse", "HEAD"], ["git", "diff", "HEAD"],
+                ["git", "ls-files", "--others", "--exclude-standard"]):
+        h.update(subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True).stdout)
+    return h.hexdigest()
+
+
+WHEELS = os.path.join(ROOT, "build", "mindspeed", "wheel")  # the cluster wheel: built by one pair, installed by another
+
+
+def _prepare(release, base, venv_args, python=None, wheel=None):
     """Steps 1-4 for a torch_npu release (a row of ROWS) in `base`: the venv (tools/torch_venv.py with `venv_args`
     added; `python` instead of the row's Python), the fake CANN, README's install of a clean copy of the tree.
+    `wheel`: "build" also builds the cluster wheel (docs/install.md: `pip wheel --no-build-isolation --no-deps .`)
+    into WHEELS; "install" installs the one there, built in another venv of the same torch and torch_npu, instead
+    of compiling (as a cluster node without a compiler does), when it is of this tree.
     Returns (python, environment for the tests, the installed torch / torch_npu releases)."""
     npu_release, torch_release, row_python, _ = row(release)
     python = python or row_python
@@ -178,9 +196,22 @@ def _prepare(release, base, venv_args, python=None):
         # another clone's build of the same sources (CI's) takes these objects (-g0: no directory in them)
         build_env.update(PATH=ccache + ":" + env["PATH"], CCACHE_NODIRECT="1", CCACHE_NOHASHDIR="1",
                          CCACHE_BASEDIR=ROOT)
-    # README's Ascend install command
-    subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-build-isolation", "--no-deps", "."], cwd=src,
-                   env=build_env, check=True)
+    stamp = os.path.join(WHEELS, "tree.sha256")
+    wheels = sorted(glob.glob(os.path.join(WHEELS, "torch_ext-*.whl")))
+    if wheel == "install" and wheels and os.path.exists(stamp) and open(stamp).read() == _tree_digest():
+        print(f"versions.py: installing the cluster wheel {os.path.basename(wheels[-1])} (no compiler)", flush=True)
+        subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", wheels[-1]],
+                       env=dict(env, CC="false", CXX="false"), check=True)
+    else:
+        # README's Ascend install command
+        subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-build-isolation", "--no-deps", "."], cwd=src,
+                       env=build_env, check=True)
+    if wheel == "build":
+        shutil.rmtree(WHEELS, ignore_errors=True)
+        subprocess.run([py, "-m", "pip", "wheel", "--quiet", "--no-build-isolation", "--no-deps", "-w", WHEELS, "."],
+                       cwd=src, env=build_env, check=True)
+        with open(stamp, "w") as f:
+            f.write(_tree_digest())
     after = (_installed(py, "torch"), _installed(py, "torch-npu"))
     if before != after:
         raise SystemExit(f"versions.py: installing torch_ext changed torch / torch_npu from {before} to {after}")
@@ -216,8 +247,6 @@ def run(release, tests, workers):
                  "--pip-no-deps", *MEGATRON.get(release, MEGATRON_DEFAULT)]
     py, test_env, after = _prepare(release, base, venv_args)
     # other torch / torch_npu pairs to import this build under (tests/test_version_mismatch.py)
-    import glob
-
     others = [os.path.join(ROOT, v, "bin", "python") for v in (".venv", ".venv-npu")]
     others += sorted(glob.glob(os.path.join(ROOT, "build", "versions", "*", "venv", "bin", "python")))
     test_env["NPU_EXT_OTHER_RUNTIMES"] = os.pathsep.join(p for p in others if os.path.exists(p) and p != py)
@@ -307,7 +336,16 @@ def mindspeed(branch, tests, workers):
         if other != branch and (other_release, other_python) == (release, python) and os.path.isdir(like):
             venv_args += ["--like", like]
             break
-    py, test_env, after = _prepare(release, base, venv_args, python)
+    # The cluster wheel (docs/install.md): the first pair of a runtime builds it, a later pair of the same runtime
+    # installs it instead of compiling, and runs the NPU device suite and the build-contract tests with it too.
+    same = [b for b, (_, _, r, p) in MINDSPEED.items() if (r, p) == (release, python)]
+    wheel = None if len(same) < 2 else ("build" if same[0] == branch else "install")
+    py, test_env, after = _prepare(release, base, venv_args, python, wheel)
+    if wheel == "install":
+        tests = list(tests) + ["tests/test_npu_device.py", "tests/test_version_mismatch.py"]
+        others = [os.path.join(ROOT, v, "bin", "python") for v in (".venv", ".venv-npu")]
+        others += sorted(glob.glob(os.path.join(ROOT, "build", "versions", "*", "venv", "bin", "python")))
+        test_env["NPU_EXT_OTHER_RUNTIMES"] = os.pathsep.join(p for p in others if os.path.exists(p))
     # MindSpeed's guide: pip install -e . in its checkout; --no-deps: the packages its import needs are above
     r = subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "-e", mindspeed_dir],
                        env=dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0"), capture_output=True, text=True)
