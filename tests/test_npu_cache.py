@@ -360,17 +360,21 @@ print("RESULT " + json.dumps(out))
 """
 
 
-@pytest.mark.parametrize("level", ["0", "1", "2"])
-def test_task_queue_levels(level):
-    env = dict(os.environ, TASK_QUEUE_ENABLE=level)
-    proc = subprocess.run([sys.executable, "-c", SCRIPT.format(here=HERE)], env=env, capture_output=True,
-                          text=True, timeout=600)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert proc.returncode == 0 and lines, proc.stdout[-2000:] + proc.stderr[-4000:]
-    rows = json.loads(lines[-1][len("RESULT "):])
+def test_task_queue_levels():
+    """TASK_QUEUE_ENABLE 0, 1 and 2, each in its own process (torch_npu reads it at start), the three at once."""
+    procs = {}
+    for level in ("0", "1", "2"):
+        env = dict(os.environ, TASK_QUEUE_ENABLE=level)
+        procs[level] = subprocess.Popen([sys.executable, "-c", SCRIPT.format(here=HERE)], env=env, text=True,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     want = {"phase1": 1, "hits": 1, "launches": 2, "equal": True} if CACHED else \
         {"phase1": 2, "hits": 0, "launches": 2, "equal": True}
-    assert rows == {api: want for api in CASES}
+    for level, proc in procs.items():
+        out, err = proc.communicate(timeout=600)
+        lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
+        assert proc.returncode == 0 and lines, (level, out[-2000:] + err[-4000:])
+        rows = json.loads(lines[-1][len("RESULT "):])
+        assert rows == {api: want for api in CASES}, (level, rows)
 
 
 # --- a failure in the middle of a call ------------------------------------------------------------------------
