@@ -111,32 +111,25 @@ def _prelu_bwd(variant):
     return torch.ops.npu_ext.prelu_backward, (g, x, w)
 
 
-def _grouped_v1(variant):
-    gy, idx = _rand(6, 8), torch.tensor([2, 4, 6])
-    if variant == "shape":
-        gy = _rand(6, 16)
-    elif variant == "dtype":
-        gy = gy.half()
-    elif variant == "stride":
-        gy = _transposed(6, 8)
-    elif variant == "index dtype":
-        idx = idx.int()
-    elif variant == "no index":
-        gy, idx = _rand(3, 2, 8), None
-    return torch.ops.npu_ext.grouped_bias_add_grad, (gy, idx, 0)
+def _grouped(idx_values, idx_type):
+    """grouped_bias_add_grad with group_idx `idx_values` of type `idx_type` (0: ends, V1; 1: counts, V2)."""
+    def make(variant):
+        gy, idx = _rand(6, 8), torch.tensor(idx_values)
+        if variant == "shape":
+            gy = _rand(6, 16)
+        elif variant == "dtype":
+            gy = gy.half()
+        elif variant == "stride":
+            gy = _transposed(6, 8)
+        elif variant == "index dtype":
+            idx = idx.int()
+        elif variant == "no index":
+            gy, idx = _rand(3, 2, 8), None
+        return torch.ops.npu_ext.grouped_bias_add_grad, (gy, idx, idx_type)
+    return make
 
 
-def _grouped_v2(variant):
-    gy, idx = _rand(6, 8), torch.tensor([2, 2, 2])
-    if variant == "shape":
-        gy = _rand(6, 16)
-    elif variant == "dtype":
-        gy = gy.half()
-    elif variant == "stride":
-        gy = _transposed(6, 8)
-    elif variant == "index dtype":
-        idx = idx.int()
-    return torch.ops.npu_ext.grouped_bias_add_grad, (gy, idx, 1)
+_grouped_v1, _grouped_v2 = _grouped([2, 4, 6], 0), _grouped([2, 2, 2], 1)
 
 
 def _softmax_bwd(variant):
