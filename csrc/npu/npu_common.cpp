@@ -232,8 +232,9 @@ OutSlot::OutSlot(const at::Tensor& user, OutWrite write, std::initializer_list<a
   const bool shape_ok = aclnn_shape.empty() || aclnn_shape == user.sizes();
   // Dense writers are only right for a contiguous output (dense from its storage offset); strided writers
   // copy into any layout, except one where several elements share memory.
-  bool direct = shape_ok && (write == OutWrite::Dense ? user.is_contiguous()
-                                                      : at::has_internal_overlap(user) != at::MemOverlap::Yes);
+  bool direct = shape_ok && !compat::private_format(user) &&
+                (write == OutWrite::Dense ? user.is_contiguous()
+                                          : at::has_internal_overlap(user) != at::MemOverlap::Yes);
   for (const auto& in : inputs) {
     if (direct && in.defined() && in.is_alias_of(user) &&
         at::get_overlap_status(user, in) != at::MemOverlapStatus::No) {

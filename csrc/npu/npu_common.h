@@ -36,6 +36,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "common/checks.h"
@@ -152,13 +153,30 @@ int queue_call(const AclnnApi& api, bool& queued, Report report, Ts&... args) {
 }
 }  // namespace detail
 
+namespace detail {
+// An argument as aclnn gets it: a tensor in a private storage format cast to its base format (compat::base_format),
+// anything else as it is.
+inline at::Tensor base_format_arg(const at::Tensor& t) { return compat::base_format(t); }
+inline c10::optional<at::Tensor> base_format_arg(const c10::optional<at::Tensor>& t) {
+  return t.has_value() ? c10::optional<at::Tensor>(compat::base_format(*t)) : t;
+}
+template <typename T>
+T base_format_arg(const T& value) {
+  return value;
+}
+}  // namespace detail
+
 // Runs api with the given arguments (tensors, optional tensors, double, bool, int64_t, char*; lvalues).
+// Input tensors in a private storage format (FRACTAL_NZ, NC1HWC0, ...) are cast to their base format first, as
+// torch_npu's acl_op route would (compat::base_format); outputs are base-format tensors already (OutSlot).
 // Phase 1 (GetWorkspaceSize) runs here and its status is checked; phase 2 goes through torch_npu's task
 // queue (RunAclCall), exactly as EXEC_NPU_CMD_EXT's V1 path.
 template <typename... Ts>
 void launch(const AclnnApi& api, Ts&... args) {
+  auto based = std::make_tuple(detail::base_format_arg(args)...);
   bool queued = false;
-  const int status = detail::queue_call(api, queued, [](int ret) { return ret; }, args...);
+  const int status = std::apply(
+      [&](auto&... arg) { return detail::queue_call(api, queued, [](int ret) { return ret; }, arg...); }, based);
   if (!queued) throw_rejected(api, status);
 }
 
@@ -239,8 +257,8 @@ enum class OutWrite {
 class OutSlot {
  public:
   // `user`: the caller's (or a freshly allocated) output. `aclnn_shape`: the shape aclnn wants for it (the
-  // user's shape when empty). `inputs`: tensors of the call; an output sharing memory with one of them is
-  // computed into a temporary.
+  // user's shape when empty). `inputs`: tensors of the call; an output sharing memory with one of them, or in
+  // a private storage format (aclnn writes base formats), is computed into a temporary.
   OutSlot(const at::Tensor& user, OutWrite write, std::initializer_list<at::Tensor> inputs,
           c10::IntArrayRef aclnn_shape = {});
   at::Tensor& target() { return target_; }

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "torch_npu/csrc/core/npu/NPUFormat.h"
+
 #if NPU_EXT_TORCH_NPU_VERSION < 207
 #include <acl/acl.h>
 #include "torch_npu/csrc/core/npu/NPUStream.h"
@@ -21,6 +23,33 @@
 namespace npu_ext {
 namespace npu {
 namespace compat {
+
+namespace {
+
+// aclFormat codes (acl_base.h) and their base formats (torch_npu FormatHelper's table).
+constexpr int64_t kNCHW = 0, kNHWC = 1, kND = 2, kNC1HWC0 = 3, kFractalZ = 4, kNDHWC = 27,
+                  kNCDHW = 30, kNDC1HWC0 = 32, kFractalZ3D = 33;
+
+int64_t base_of(int64_t format) {
+  switch (format) {
+    case kNC1HWC0: case kFractalZ: return kNCHW;
+    case kNDHWC: case kNDC1HWC0: case kFractalZ3D: return kNCDHW;
+    default: return kND;  // FRACTAL_NZ and its C0 variants
+  }
+}
+
+}  // namespace
+
+bool private_format(const at::Tensor& t) {
+  if (!t.defined() || !t.device().is_privateuseone()) return false;
+  const int64_t format = at_npu::native::get_npu_format(t);
+  return format != kND && format != kNCHW && format != kNHWC && format != kNCDHW;
+}
+
+at::Tensor base_format(const at::Tensor& t) {
+  if (!private_format(t)) return t;
+  return at_npu::native::npu_format_cast(t, base_of(at_npu::native::get_npu_format(t)));
+}
 
 #if NPU_EXT_TORCH_NPU_VERSION >= 207
 
@@ -152,8 +181,9 @@ const char* aclnn_layer() {
 
 namespace portable {
 
-// op-plugin's conversion: the storage base as the data, the storage offset, the view's sizes and strides in
-// elements, the storage as one dimension, and the format NCL / NCHW / NCDHW for rank 3 / 4 / 5, else ND.
+// op-plugin's conversion of a base-format tensor: the storage base as the data, the storage offset, the view's sizes
+// and strides in elements, the storage as one dimension, and the format NCL / NCHW / NCDHW for rank 3 / 4 / 5, else
+// ND. Private formats never get here: launch() casts them to their base format first (base_format above).
 aclTensor* convert(const at::Tensor& t) {
   using Create = aclTensor* (*)(const int64_t*, uint64_t, aclDataType, const int64_t*, int64_t, aclFormat,
                                 const int64_t*, uint64_t, void*);

@@ -109,6 +109,16 @@ class ScopeGuard {
 // An executor phase 1 made and nothing launched (nnopbase's aclDestroyAclOpExecutor).
 void destroy_executor(aclOpExecutor* executor);
 
+// torch_npu's private storage formats (FRACTAL_NZ, NC1HWC0, NDC1HWC0, FRACTAL_Z, ...): a tensor in one keeps its
+// logical shape for torch while its memory holds a tiled, padded layout. torch_npu never hands one to an aclnn
+// operator: op-plugin's generated dispatch sends a call with such an input to the operator's acl_op kernel, whose
+// graph inserts TransData (and raises on SoCs without acl_op). The NPU path has no acl_op kernels, so it casts such
+// an input to its base format first, with torch_npu's npu_format_cast (torch_npu/csrc/core/npu/NPUFormat.h, exported
+// by every release from 2.6), as the acl_op graph's TransData would; a base-format tensor (ND, NCHW, NHWC, NCDHW:
+// FormatHelper::IsOpInputBaseFormat) is returned as it is.
+bool private_format(const at::Tensor& t);
+at::Tensor base_format(const at::Tensor& t);
+
 
 #if NPU_EXT_TORCH_NPU_VERSION >= 207
 

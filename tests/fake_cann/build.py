@@ -31,6 +31,7 @@ to put in front of the main one on LD_LIBRARY_PATH (a CANN older than an operato
 """
 
 import argparse
+import glob
 import hashlib
 import importlib.util
 import os
@@ -53,7 +54,8 @@ def _run(cmd):
 def _sources():
     paths = [os.path.join(HERE, n) for n in ("runtime.cpp", "regen_symbols.py", "build.py", "alloc_config_shim.cpp",
                                              "acl_op_desc.h", "securec.c")]
-    paths += [os.path.join(HERE, "opapi", n) for n in OPAPI_SOURCES + ["fake_opapi.h", "aten_dtypes.h"]]
+    paths += [os.path.join(HERE, "opapi", n) for n in OPAPI_SOURCES]
+    paths += sorted(glob.glob(os.path.join(HERE, "opapi", "*.h")))  # every header: a new one is in the hash too
     return paths
 
 

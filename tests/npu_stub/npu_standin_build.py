@@ -31,7 +31,7 @@ OPAPI_SOURCES = [os.path.join(OPAPI, n) for n in ("nnopbase.cpp", "backward.cpp"
 
 def build_runtime():
     h = hashlib.sha256()
-    for path in OPAPI_SOURCES + [os.path.join(OPAPI, "fake_opapi.h")]:
+    for path in OPAPI_SOURCES + sorted(glob.glob(os.path.join(OPAPI, "*.h"))):
         with open(path, "rb") as f:
             h.update(f.read())
     digest = h.hexdigest()[:16]

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "op_plugin/include/npu_cpp_extension.h"
+#include "torch_npu/csrc/core/npu/NPUFormat.h"
 #include "torch_npu/csrc/core/npu/NPUGraphsUtils.h"
 #include "torch_npu/csrc/core/npu/NPUStream.h"
 
@@ -148,6 +149,11 @@ uint32_t GetDeterministicLevel() { return 0; }
 namespace at_npu {
 namespace native {
 void ApplyDeterministicLevel(int64_t, bool, bool) {}
+int64_t get_npu_format(const at::Tensor&) { return kFormatND; }  // host tensors: ND
+at::Tensor npu_format_cast(const at::Tensor& self, int64_t acl_format) {
+  TORCH_CHECK(acl_format == kFormatND, "npu stand-in: host tensors have no private formats");
+  return self;
+}
 }  // namespace native
 }  // namespace at_npu
 

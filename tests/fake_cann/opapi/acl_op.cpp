@@ -8,10 +8,13 @@
 // tensors: op-plugin's DO_COMPATIBILITY takes acl_op where the aclnn operator is missing, jit compile on always):
 //   LogicalNot (x) -> y; LogicalAnd, LogicalOr (x1, x2) -> y with x1, x2 broadcast. The TBE kernels take bool only
 //   (op-plugin casts to bool first).
+//   Identity (x) -> y: torch_npu's format cast on this route (FormatCastKernelNpu.cpp, format_cast_impl_out_npu:
+//   an Identity whose input and output descriptors carry different storage formats, the TransData GE inserts).
+//   The only op here that reads and writes private formats (FRACTAL_NZ, NC1HWC0: formats.h): y's logical elements
+//   are x's, its padding zero.
 // Refused as CANN does: an op type with no kernel here ACL_ERROR_OP_NOT_FOUND; a wrong number of inputs or outputs
 // ACL_ERROR_OP_INPUT_NOT_MATCH / ACL_ERROR_OP_OUTPUT_NOT_MATCH; a dtype the kernel lacks
-// ACL_ERROR_UNSUPPORTED_DATA_TYPE; a private storage format (NZ, 5HD, ...; the fake makes none)
-// ACL_ERROR_FORMAT_NOT_MATCH; a data buffer smaller than its storage shape, or an output shape the op does not give,
+// ACL_ERROR_UNSUPPORTED_DATA_TYPE; a private storage format anywhere but Identity ACL_ERROR_FORMAT_NOT_MATCH; a data buffer smaller than its storage shape, or an output shape the op does not give,
 // ACL_ERROR_INVALID_PARAM. The reason is what aclGetRecentErrMsg then returns.
 #include <ATen/ATen.h>
 
@@ -23,6 +26,7 @@
 #include "../acl_op_desc.h"
 #include "aten_dtypes.h"
 #include "fake_opapi.h"
+#include "formats.h"
 
 namespace fake {
 namespace {
@@ -41,14 +45,6 @@ struct AclOpError {
   int code;
   std::string why;
 };
-
-// The formats whose storage is the row-major layout of the storage shape: NCHW NHWC ND HWCN NDHWC NCDHW NC NCL.
-bool base_format(int32_t format) {
-  switch (format) {
-    case 0: case 1: case 2: case 16: case 27: case 30: case 35: case 47: return true;
-    default: return false;
-  }
-}
 
 std::string shape_str(at::IntArrayRef dims) {
   std::string s = "[";
@@ -134,13 +130,86 @@ std::string modelled() {
   return s;
 }
 
+// Identity: the format cast. Both descriptors carry the logical (origin) shape and their storage format and
+// shape; the storage shape must be the format's for that logical shape (formats.h). Any dtype, the same in and out.
+int identity(int num_inputs, const aclTensorDesc* const inputs[], const aclDataBuffer* const input_buffers[],
+             int num_outputs, const aclTensorDesc* const outputs[], aclDataBuffer* const output_buffers[]) {
+  const std::string op = "Identity";
+  if (num_inputs != 1 || inputs == nullptr || input_buffers == nullptr) {
+    throw AclOpError{kAclInputNotMatch, op + ": " + std::to_string(num_inputs) + " inputs, the op has 1."};
+  }
+  if (num_outputs != 1 || outputs == nullptr || output_buffers == nullptr) {
+    throw AclOpError{kAclOutputNotMatch, op + ": " + std::to_string(num_outputs) + " outputs, the op has 1."};
+  }
+  const aclTensorDesc* in = inputs[0];
+  const aclTensorDesc* out = outputs[0];
+  if (in == nullptr || out == nullptr || input_buffers[0] == nullptr || output_buffers[0] == nullptr) {
+    throw AclOpError{kAclInvalidParam, op + ": an operand has no descriptor or data buffer."};
+  }
+  if (in->dtype != out->dtype || !aten_type(in->dtype)) {
+    throw AclOpError{kAclUnsupportedDataType, op + ": input aclDataType " + std::to_string(in->dtype) +
+                                                  ", output " + std::to_string(out->dtype) + "."};
+  }
+  if (in->dims != out->dims) {
+    throw AclOpError{kAclInvalidParam, op + ": input shape " + shape_str(in->dims) + ", output shape " +
+                                           shape_str(out->dims) + "."};
+  }
+  const int64_t item = static_cast<int64_t>(c10::elementSize(*aten_type(in->dtype)));
+  struct Side {
+    const char* role;
+    const aclTensorDesc* desc;
+    void* data;
+    size_t size;
+  };
+  const Side sides[2] = {{"input", in, input_buffers[0]->data, input_buffers[0]->size},
+                         {"output", out, output_buffers[0]->data, output_buffers[0]->size}};
+  for (const Side& side : sides) {
+    const int32_t format = side.desc->kernel_format();
+    const std::vector<int64_t> want = storage_shape(format, side.desc->dims, item);
+    if (!base_format(format) && !known_private_format(format)) {
+      throw AclOpError{kAclFormatNotMatch, op + ": " + side.role + " has storage format " +
+                                               std::to_string(format) + ", which the fake cannot read."};
+    }
+    if (want.empty() || want != side.desc->kernel_dims()) {
+      throw AclOpError{kAclInvalidParam, op + ": " + side.role + " in " + format_name(format) + " of shape " +
+                                             shape_str(side.desc->dims) + " has storage shape " +
+                                             shape_str(side.desc->kernel_dims()) + ", the format's is " +
+                                             shape_str(want) + "."};
+    }
+    const size_t bytes = static_cast<size_t>(product(want) * item);
+    if (side.data == nullptr || side.size < bytes) {
+      throw AclOpError{kAclInvalidParam, op + ": " + side.role + "'s data buffer holds " + std::to_string(side.size) +
+                                             " bytes, its storage shape " + shape_str(want) + " needs " +
+                                             std::to_string(bytes) + "."};
+    }
+  }
+  const auto& dims = in->dims;
+  const size_t out_bytes = static_cast<size_t>(product(storage_shape(out->kernel_format(), dims, item)) * item);
+  std::vector<char> result(out_bytes, 0);  // padding: zero
+  const char* src = static_cast<const char*>(sides[0].data);
+  for_each_index(dims, [&](const std::vector<int64_t>& idx) {
+    const int64_t from = storage_index(in->kernel_format(), dims, item, idx);
+    const int64_t to = storage_index(out->kernel_format(), dims, item, idx);
+    std::memcpy(result.data() + to * item, src + from * item, static_cast<size_t>(item));
+  });
+  std::memcpy(sides[1].data, result.data(), out_bytes);  // the input may be the output's memory
+  return kAclOk;
+}
+
 int execute(const std::string& op, int num_inputs, const aclTensorDesc* const inputs[],
             const aclDataBuffer* const input_buffers[], int num_outputs, const aclTensorDesc* const outputs[],
             aclDataBuffer* const output_buffers[], const aclopAttr* attr) {
+  if (op == "Identity") {
+    try {
+      return identity(num_inputs, inputs, input_buffers, num_outputs, outputs, output_buffers);
+    } catch (const AclOpError& e) {
+      return reject(e.code, "acl_op " + e.why);
+    }
+  }
   const auto it = kernels().find(op);
   if (it == kernels().end()) {
     return reject(kAclOpNotFound, "acl_op " + op + ": op type not found, no kernel for it in the fake CANN (it " +
-                                      "models " + modelled() + "; tests/fake_cann/opapi/acl_op.cpp).");
+                                      "models " + modelled() + ", Identity; tests/fake_cann/opapi/acl_op.cpp).");
   }
   const Kernel& k = it->second;
   if (num_inputs != k.inputs || (num_inputs > 0 && (inputs == nullptr || input_buffers == nullptr))) {

@@ -48,6 +48,7 @@ struct aclTensor {
   int32_t dtype;
   int64_t offset;
   int32_t format;
+  std::vector<int64_t> storage_dims;  // as given (op-plugin: the storage as one dimension, or a private format's)
   int64_t storage_elems;
   void* data;
   bool pinned = false;    // kept by a cached executor (pta_cache.cpp): aclDestroyTensor leaves it alive

@@ -23,6 +23,7 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, int32_
   t->dtype = dataType;
   t->offset = offset;
   t->format = format;
+  t->storage_dims.assign(storageDims, storageDims + storageDimsNum);
   t->storage_elems = 1;
   for (uint64_t i = 0; i < storageDimsNum; ++i) t->storage_elems *= storageDims[i];
   t->data = tensorData;
