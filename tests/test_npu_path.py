@@ -520,16 +520,22 @@ class Abi:
         lib.aclDestroyTensor.argtypes = [P]
         self.keep = []
 
-    def tensor(self, t, dtype_code=None, sizes=None, strides=None, offset=None, storage=None):
+    def tensor(self, t, dtype_code=None, sizes=None, strides=None, offset=None, storage=None, fmt=ACL_FORMAT_ND):
+        """`storage`: the storage dims (default: the storage as one dimension, as for a base format)."""
         codes = {torch.float32: ACL_FLOAT, torch.float16: ACL_FLOAT16, torch.int32: ACL_INT32, torch.bool: ACL_BOOL}
-        sizes = (ctypes.c_int64 * t.dim())(*(t.shape if sizes is None else sizes))
-        strides = (ctypes.c_int64 * t.dim())(*(t.stride() if strides is None else strides))
-        storage_dims = (ctypes.c_int64 * 1)(t.untyped_storage().nbytes() // t.element_size() if storage is None
-                                            else storage)
+        sizes = list(t.shape if sizes is None else sizes)
+        strides = (ctypes.c_int64 * len(sizes))(*(t.stride() if strides is None else strides))
+        sizes = (ctypes.c_int64 * len(sizes))(*sizes)
+        storage = [t.untyped_storage().nbytes() // t.element_size()] if storage is None else storage
+        storage_dims = (ctypes.c_int64 * len(storage))(*storage)
         self.keep += [sizes, strides, storage_dims, t]
-        return self.lib.aclCreateTensor(sizes, t.dim(), codes[t.dtype] if dtype_code is None else dtype_code, strides,
-                                        t.storage_offset() if offset is None else offset, ACL_FORMAT_ND, storage_dims,
-                                        1, t.untyped_storage().data_ptr())
+        return self.lib.aclCreateTensor(sizes, len(sizes), codes[t.dtype] if dtype_code is None else dtype_code, strides,
+                                        t.storage_offset() if offset is None else offset, fmt, storage_dims,
+                                        len(storage), t.untyped_storage().data_ptr())
+
+    def last_error(self):
+        self.lib.fake_opapi_last_error.restype = ctypes.c_char_p
+        return self.lib.fake_opapi_last_error().decode()
 
     def phase1(self, api, *args, ws=True, ex=True):
         size, executor = ctypes.c_uint64(123), P()
@@ -635,6 +641,34 @@ def test_abi_grouped_bias_add_grad(abi):
     status, size, executor = abi.phase1("aclnnGroupedBiasAddGradV2", tgy, idx, 1, tout)  # counts 1, 3
     assert status == 0 and abi.run("aclnnGroupedBiasAddGradV2", size, executor) == 0
     assert torch.equal(out, torch.tensor([[0.0, 1.0], [2 + 4 + 6.0, 3 + 5 + 7.0]]))
+
+
+def test_abi_private_formats_as_the_real_operators_take_them(abi):
+    """A tensor described in FRACTAL_NZ (its storage dims (ceil(n/16), ceil(m/16), 16, 16)), as torch_npu's ConvertType
+    would pass one (the NPU path never does: it casts to ND first, tests/test_npu_formats.py): the generated
+    operators reject it against their ND-only OpDef, ScaledMaskedSoftmaxBackward by its own format check (A2/A3),
+    and GeluBackwardV2 takes it and reads the tiles as if they were ND (docs/npu.md#private-storage-formats)."""
+    lib = abi.lib
+    fractal_nz = 29
+    nz_storage = [1, 1, 16, 16]  # a (2, 4) tensor in NZ, zero-padded tiles
+    tiles = torch.zeros(256)
+    nz = abi.tensor(tiles, sizes=[2, 4], strides=[4, 1], storage=nz_storage, fmt=fractal_nz)
+    nd = [abi.tensor(torch.rand(2, 4) * 0.5 + 0.25) for _ in range(3)]
+    lib.aclnnLogitGradGetWorkspaceSize.argtypes = [P, P, ctypes.c_double, P, P, P]
+    assert abi.phase1("aclnnLogitGrad", nz, nd[0], -1.0, nd[1])[0] == INVALID
+    assert "inconsistent with that defined in the operator prototype OpDef" in abi.last_error()
+    assert "FRACTAL_NZ" in abi.last_error()
+    lib.aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize.argtypes = [P, P, P, ctypes.c_double, ctypes.c_bool, P, P, P]
+    g4 = abi.tensor(torch.zeros(4096), sizes=[1, 1, 2, 4], strides=[8, 8, 4, 1], storage=[1, 1, 1, 1, 16, 16],
+                    fmt=fractal_nz)
+    y4, out4, mask = abi.tensor(torch.rand(1, 1, 2, 4)), abi.tensor(torch.zeros(1, 1, 2, 4)), abi.tensor(
+        torch.zeros(1, 1, 2, 4, dtype=torch.bool))
+    assert abi.phase1("aclnnScaledMaskedSoftmaxBackward", g4, y4, mask, 1.0, False, out4)[0] == INVALID
+    assert abi.last_error() == ("Input and output format only support [ND]. Actual: gradOutput:[FRACTAL_NZ], y:[ND], "
+                                "out:[ND].")
+    lib.aclnnGeluBackwardV2GetWorkspaceSize.argtypes = [P, P, ctypes.c_char_p, P, P, P]
+    status, size, executor = abi.phase1("aclnnGeluBackwardV2", nd[0], nz, b"none", nd[2])
+    assert status == 0 and abi.run("aclnnGeluBackwardV2", size, executor) == 0
 
 
 def test_abi_scaled_masked_softmax_backward(abi):

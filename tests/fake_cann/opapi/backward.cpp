@@ -360,6 +360,18 @@ int aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(const aclTensor* gradOutput
   for (int d = 0; d < 2; ++d) {
     if (mask->sizes[d] != 1 && mask->sizes[d] != gradOutput->sizes[d]) return kInvalid;
   }
+  if (!soc_950()) {  // CheckFormat (aclnn_scaled_masked_softmax_backward.cpp; skipped on regbase SoCs)
+    const auto nz = [](const aclTensor* t) { return t->format == kFormatFractalNz; };
+    if (nz(gradOutput) || nz(y) || nz(out)) {
+      return reject(kInvalid, "Input and output format only support [ND]. Actual: gradOutput:[" +
+                                  format_name(gradOutput->format) + "], y:[" + format_name(y->format) + "], out:[" +
+                                  format_name(out->format) + "].");
+    }
+    if (nz(mask)) {
+      return reject(kInvalid, "Mask format only support [ND]. Actual: mask:[" + format_name(mask->format) + "].");
+    }
+  }
+  if (const int s = opdef_formats({gradOutput, y, mask, out}); s != kSuccess) return s;  // the inner GradV2 op
   if (!has_kernel("ScaledMaskedSoftmaxGradV2")) return no_kernel("ScaledMaskedSoftmaxGradV2");
   auto* e = new SoftmaxExec;
   e->g = gradOutput; e->y = y; e->mask = mask; e->out = out; e->scale = static_cast<float>(scale);
@@ -378,6 +390,7 @@ int aclnnLogitGradGetWorkspaceSize(const aclTensor* x, const aclTensor* dy, doub
   if (!x || !dy || !out || !workspaceSize || !executor) return kNullptr;
   if (!valid(x) || !valid(dy) || !valid(out) || !is_float(x)) return kInvalid;
   if (dy->dtype != x->dtype || out->dtype != x->dtype || !same_shape(dy, x) || !same_shape(out, x)) return kInvalid;
+  if (const int s = opdef_formats({x, dy, out}); s != kSuccess) return s;
   if (!has_kernel("LogitGrad")) return no_kernel("LogitGrad");
   auto* e = new LogitExec;
   e->x = x; e->dy = dy; e->out = out; e->eps = static_cast<float>(eps);

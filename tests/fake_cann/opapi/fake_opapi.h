@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "formats.h"
+
 namespace fake {
 
 inline constexpr int kSuccess = 0;
@@ -279,6 +281,29 @@ inline bool broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>&
     out[i] = da == 1 ? db : da;
   }
   return true;
+}
+
+// --- private storage formats (formats.h) ------------------------------------------------------------------
+// What the real operators do with a tensor torch_npu describes in a private format (NZ, 5HD: aclCreateTensor with
+// that format and the storage dims), from CANN's sources (ops-nn, ops-math, opbase):
+// * aclCreateTensor only warns; IsContiguous is true for a private format, so l0op::Contiguous keeps the tiled
+//   buffer and an ND-only kernel reads its first numel elements as if they were row-major. GeluBackwardV2, GeluV2,
+//   PreluBackward, Prelu and GroupedBiasAddGrad(V2) give a silently wrong result that way (the fake's kernels read
+//   through the view's sizes and strides: the same elements).
+// * The generated operators (Logit, LogitGrad, the inner ScaledMaskedSoftmaxV2 / ScaledMaskedSoftmaxGradV2)
+//   match each tensor's format against their OpDef, ND only, and reject any other in phase 1 (opdef_formats);
+//   aclnnScaledMaskedSoftmaxBackward rejects FRACTAL_NZ before that on SoCs other than Ascend950 (its CheckFormat).
+inline bool private_format(const aclTensor* t) { return t != nullptr && !base_format(t->format); }
+
+inline int opdef_formats(std::initializer_list<const aclTensor*> tensors) {
+  for (const aclTensor* t : tensors) {
+    if (private_format(t)) {
+      return reject(kInvalid, "The dtype or format of the actual input or output parameter of the operator is "
+                              "inconsistent with that defined in the operator prototype OpDef, details of parameter "
+                              "are: format " + format_name(t->format) + ". Supported dtype and format list is: ND.");
+    }
+  }
+  return kSuccess;
 }
 
 // --- executors --------------------------------------------------------------------------------------------

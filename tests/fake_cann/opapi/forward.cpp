@@ -206,6 +206,7 @@ int aclnnLogitGetWorkspaceSize(const aclTensor* input, double eps, const aclTens
   if (!input || !out || !workspaceSize || !executor) return kNullptr;
   if (!valid(input) || !valid(out) || !is_float(input) || out->dtype != input->dtype || out->sizes != input->sizes)
     return kInvalid;
+  if (const int s = opdef_formats({input, out}); s != kSuccess) return s;
   if (!has_kernel("Logit")) return no_kernel("Logit");
   auto* e = new LogitExec;
   e->x = input; e->out = out; e->eps = eps;
@@ -232,6 +233,7 @@ int aclnnScaledMaskedSoftmaxGetWorkspaceSize(const aclTensor* x, const aclTensor
     if (mask->sizes[d] != 1 && mask->sizes[d] != x->sizes[d]) return kInvalid;
   }
   if (x->sizes[3] <= 0 || x->sizes[3] > (soc_950() ? 8192 : 4096)) return kInvalid;
+  if (const int s = opdef_formats({x, mask, y}); s != kSuccess) return s;  // the inner ScaledMaskedSoftmaxV2 op
   if (!has_kernel("ScaledMaskedSoftmaxV2")) return no_kernel("ScaledMaskedSoftmaxV2");
   auto* e = new SoftmaxExec;
   e->x = x; e->mask = mask; e->y = y; e->scale = scale;
