@@ -72,14 +72,23 @@ def _package_version():
         return re.search(r'^__version__ = "([^"]+)"', f.read(), re.M).group(1)
 
 
-def _supported_torch():
-    """(MIN_TORCH, MAX_TORCH) of torch_ext/_compat.py, the supported torch releases (read, not imported)."""
-    import re
+def _releases():
+    """torch_ext/_releases.py, the reader of the release table torch_ext/releases.json (loaded by its path: the
+    package needs its built _C to import, the reader needs nothing but the standard library)."""
+    import importlib.util
 
-    with open(os.path.join(ROOT, "torch_ext", "_compat.py")) as f:
-        text = f.read()
-    return tuple(tuple(int(v) for v in re.search(rf"^{name} = \((\d+), (\d+)\)", text, re.M).groups())
-                 for name in ("MIN_TORCH", "MAX_TORCH"))
+    path = os.path.join(ROOT, "torch_ext", "_releases.py")
+    spec = importlib.util.spec_from_file_location("_torch_ext_releases", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _supported_torch():
+    """((major, minor) of the oldest torch, of the newest) of the release table: the supported torch releases, as
+    torch_ext/_compat.py's MIN_TORCH and MAX_TORCH."""
+    releases = _releases()
+    return releases.supported_torch(releases.load())
 
 
 def _check_torch():
@@ -291,7 +300,8 @@ def _npu_extension():
     include = os.path.join(npu_dir, "include")
     npu_sources = _rel(glob.glob(os.path.join(CSRC, "npu", "*.cpp")))
     # hit_cache_ext's shape is read from the headers, not from the version: torch_npu changed it inside a release
-    # (2.7.1.post11 has 2.13's deterministic-level form and no SetExecConfig; csrc/npu/torch_npu_compat.h)
+    # (a .postN with 2.13's deterministic-level form and no SetExecConfig, the release table's post_release_evidence;
+    # csrc/npu/torch_npu_compat.h)
     common_base = os.path.join(include, "third_party", "op-plugin", "op_plugin", "utils", "op_api_common_base.h")
     try:
         with open(common_base) as f:
@@ -309,7 +319,7 @@ def _npu_extension():
                       os.path.join(include, "third_party", "hccl", "inc")],
         depends=HEADERS,
         # CURRENT_VERSION: torch_npu's headers select their variant by it; NPU_EXT_TORCH_NPU_VERSION:
-        # csrc/npu/torch_npu_compat.h selects how aclnn is called (op-plugin's extension API from 2.7.1);
+        # csrc/npu/torch_npu_compat.h selects how aclnn is called (op-plugin's extension API from torch_npu 2.7);
         # NPU_EXT_HIT_CACHE_LEVEL: hit_cache_ext takes the deterministic level
         define_macros=[("CURRENT_VERSION", f"V{major}R{minor}"),
                        ("NPU_EXT_TORCH_NPU_VERSION", str(int(major) * 100 + int(minor))),
@@ -334,6 +344,8 @@ setup(
     version=_package_version(),
     description="Ascend aclnn backward operators as PyTorch custom ops (torch.ops.npu_ext), with fast CPU kernels",
     packages=["torch_ext"],
+    # the release table: torch_ext._compat reads the supported range from it at import (an installed wheel has it)
+    package_data={"torch_ext": ["releases.json"]},
     ext_modules=_extensions(),
     cmdclass={"build_ext": BuildWithIsaKernels},
     python_requires=">=3.10",

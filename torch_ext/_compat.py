@@ -1,8 +1,8 @@
 """The torch and torch_npu releases torch_ext runs on, and every difference between them the Python side needs,
 in one place (the C++ differences are in csrc/common/torch_compat.h and csrc/npu/torch_npu_compat.h).
 
-Supported: torch 2.6 to 2.14, and with them torch_npu 2.6.0 to 2.14.0 (the torch_npu release of the same torch);
-docs/platforms.md has the table and what each was tested with.
+Supported: the torch releases of the release table (``torch_ext/releases.json``, read by ``torch_ext._releases``) and,
+on Ascend, the torch_npu release of each; docs/platforms.md#the-release-table shows it and what each was tested with.
 
 The compiled modules are C++ against one torch's (and torch_npu's) ABI: libtorch has no stable ABI between
 releases, so a module built against another release fails at load with an undefined symbol, or worse, loads and
@@ -25,19 +25,21 @@ import re
 
 import torch
 
-# The supported range (setup.py reads these two lines and refuses to build for a torch outside it).
-MIN_TORCH = (2, 6)
-MAX_TORCH = (2, 14)  # inclusive
+from . import _releases
+
+# The supported range, (major, minor) of the release table's oldest and newest torch, both inclusive (setup.py reads
+# the same table and refuses to build for a torch outside it).
+MIN_TORCH, MAX_TORCH = _releases.supported_torch(_releases.load())
 
 
 def release(version):
-    """'2.7.1+cu126' -> '2.7.1'; '2.7.1.post10' -> '2.7.1.post10' (the local part is the build flavour: the same
+    """'1.2.3+cu126' -> '1.2.3'; '1.2.3.post10' -> '1.2.3.post10' (the local part is the build flavour: the same
     release, whose C++ ABI the record names apart)."""
     return str(version).split("+")[0]
 
 
 def base_release(version):
-    """'2.7.1.post10' -> '2.7.1', '2.7.1' -> '2.7.1' (a post-release is the same release, PEP 440); None for a
+    """'1.2.3.post10' -> '1.2.3', '1.2.3' -> '1.2.3' (a post-release is the same release, PEP 440); None for a
     version that is not N.N.N[.postN] (a pre-release, a development build): it has no patch level to compare."""
     m = re.fullmatch(r"(\d+(?:\.\d+)*)(?:\.post\d+)?", release(version))
     return m.group(1) if m else None
@@ -175,8 +177,8 @@ def npu_difference(module="torch_ext._C_npu"):
     """None when ``module`` was built against the running torch_npu (or there is nothing to compare: no module, no
     record, no torch_npu installed); else the sentence naming both torch_npu releases, why torch_ext._C_npu is not
     loaded. Even a .postN difference of the same release counts: torch_npu's post-releases change the C++ symbols
-    _C_npu links (built against 2.7.1.post10, it does not load under 2.7.1.post11, whose libtorch_npu.so no
-    longer exports SetExecConfig(): docs/install.md#troubleshooting)."""
+    _C_npu links (the release table's post_release_evidence: a .postN whose libtorch_npu.so no longer exports a
+    symbol the build of the previous one links; docs/install.md#troubleshooting)."""
     _, info, _ = read_record(module)
     running = _torch_npu_release()
     if info is None or running is None or info["torch_npu"] == running:

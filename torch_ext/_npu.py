@@ -7,8 +7,9 @@ Setting NPU_EXT_LOAD_NPU=0 skips the NPU kernels even when both are present.
 
 Built against another torch_npu than the running one (the same torch: torch_ext/__init__.py stops any other torch),
 _C_npu is not loaded, with a warning, and why_not_loaded() names both torch_npu releases; the CPU ops keep working.
-That holds for a .postN of the same release too: built against torch_npu 2.7.1.post10, _C_npu fails to load under
-2.7.1.post11 (undefined symbol SetExecConfig(), which post11's libtorch_npu.so no longer exports).
+That holds for a .postN of the same release too: a .postN's libtorch_npu.so may no longer export a symbol that _C_npu
+built against the previous one links (the release table's post_release_evidence names such a pair and the symbol;
+docs/install.md#troubleshooting).
 """
 
 import importlib

@@ -5,8 +5,9 @@
     import torch_ext.megatron
     torch_ext.megatron.patch()      # after MindSpeed's adaptor, if you use MindSpeed; before building the model
 
-``patch()`` replaces, in megatron-core 0.12.1 to 0.19.2 (docs/megatron.md lists the releases tested and what
-each lacks; nothing is imported before the call):
+``patch()`` replaces, in the megatron-core releases tested (``TESTED_RELEASES``, from the release table
+``torch_ext/releases.json``; docs/megatron.md#releases lists them and what each lacks; nothing is imported before
+the call):
 
 * ``FusedScaleMaskSoftmax.is_kernel_available`` and ``.forward_fused_softmax`` (``megatron.core.fusions.
   fused_softmax``): the fused path runs ``torch_ext.scaled_masked_softmax`` on ANY device (CPU, NPU, ...)
@@ -57,6 +58,7 @@ import threading
 
 import torch
 
+from . import _releases
 from . import functional as F
 
 __all__ = ["patch", "unpatch", "patched", "status", "TARGETS", "OURS", "MEGATRON", "REPLACED", "ABSENT"]
@@ -64,8 +66,9 @@ __all__ = ["patch", "unpatch", "patched", "status", "TARGETS", "OURS", "MEGATRON
 # The softmax limits of the op (csrc/common/checks.h, kMaxSoftmaxLastDim).
 _MAX_KEY_LENGTH = 4096
 _FLOAT16 = {torch.float16: "input_in_fp16", torch.bfloat16: "input_in_bf16"}
-# The megatron-core releases the tests run on (docs/megatron.md); named in the import error.
-TESTED_RELEASES = "0.12.1 to 0.19.2"
+# The megatron-core releases the tests run on ('oldest to newest' of the release table; docs/megatron.md#releases);
+# named in the import error.
+TESTED_RELEASES = _releases.megatron_core_range(_releases.load())
 
 # status() values
 OURS = "ours in place"
