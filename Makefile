@@ -1,10 +1,22 @@
-# Every target is idempotent: it creates .venv (torch 2.13.0 and the test tools) and (re)builds the
+# Every target is idempotent: it creates .venv (the default torch and the test tools) and (re)builds the
 # extension only when something it depends on changed.
 PYTHON ?= python3
+# The release table (torch_ext/releases.json) through tools/releases.py: the releases below are read from it (each
+# variable that takes one, TORCH_NPU or MCORE, can still be set on the command line; test-megatron's PYTHON=3.N names
+# a venv's Python, not a command, hence python3 then).
+RELEASE_VALUES := $(shell $(if $(filter 3.%,$(PYTHON)),python3,$(PYTHON)) tools/releases.py get default.torch_npu \
+	default.torch megatron_core.default)
+ifneq ($(words $(RELEASE_VALUES)),3)
+$(error tools/releases.py could not read the release table (torch_ext/releases.json))
+endif
+DEFAULT_TORCH_NPU := $(word 1,$(RELEASE_VALUES))
+DEFAULT_TORCH := $(word 2,$(RELEASE_VALUES))
+DEFAULT_MCORE := $(word 3,$(RELEASE_VALUES))
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-SOURCES := setup.py $(shell find csrc torch_ext -name '*.cpp' -o -name '*.h' -o -name '*.py' 2>/dev/null)
+SOURCES := setup.py torch_ext/releases.json $(shell find csrc torch_ext -name '*.cpp' -o -name '*.h' -o -name '*.py' \
+	2>/dev/null)
 
 .PHONY: all venv build test bench bench-full clean npu-check test-npu npu-build test-asan test-aarch64 build-aarch64 \
 	test-versions test-mindspeed
@@ -46,8 +58,8 @@ $(VENV)/.stamp-build: $(VENV)/.stamp-venv $(SOURCES)
 
 build: $(VENV)/.stamp-build
 
-# The tests: the whole suite natively, then the NPU path inside the real torch_npu 2.13.0 runtime (test-npu below,
-# which also builds every csrc/npu source against torch_npu 2.13.0's headers).
+# The tests: the whole suite natively, then the NPU path inside the real runtime of the default torch_npu (test-npu
+# below, which also builds every csrc/npu source against that torch_npu's headers).
 # The whole suite runs once per CPU kernel variant this machine can run: first as the process picks it (the
 # best one), then with each lower variant forced through ATEN_CPU_CAPABILITY (x86-64: avx2, default; other
 # architectures build the DEFAULT variant alone). tools/cpu_variants.py lists them. Each pass spreads the tests
@@ -59,7 +71,7 @@ test: build
 	  echo "== the whole suite again with ATEN_CPU_CAPABILITY=$$cap"; \
 	  ATEN_CPU_CAPABILITY=$$cap $(PY) -m pytest tests -q -n $(TEST_WORKERS) || exit 1; \
 	done
-	$(MAKE) test-npu TORCH_NPU=2.13.0
+	$(MAKE) test-npu TORCH_NPU=$(DEFAULT_TORCH_NPU)
 
 # make bench BENCH_ARGS=--variants: once per kernel variant the CPU has (see docs/performance.md).
 bench: build
@@ -68,21 +80,21 @@ bench: build
 bench-full: build
 	$(PY) -m benchmarks.run --full
 
-# NPU path, no NPU needed. npu-check: every csrc/npu source compiles against the torch_npu 2.13.0 wheel's headers
+# NPU path, no NPU needed. npu-check: every csrc/npu source compiles against the default torch_npu wheel's headers
 # (downloaded once into build/npu-check, never installed), for x86-64 with g++ and for aarch64 with
 # aarch64-linux-gnu-g++ against the aarch64 wheels (tools/aarch64/run.sh npu-check). Not in CI: make test's
 # test-npu builds the same sources against the same (architecture-independent) headers for real, and the aarch64
-# suite cross-compiles them for the stand-in. TORCH_NPU_VERSION=2.6.0.post5 ... checks another release.
+# suite cross-compiles them for the stand-in. TORCH_NPU_VERSION=<release> ... checks another release.
 npu-check: venv
 	tools/npu_compile_check.sh $(PY)
 	HOST_PYTHON=$(PY) tools/aarch64/run.sh npu-check $(PY)
 
-# The NPU path inside the REAL torch_npu 2.13.0 runtime, on fake CANN libraries (tests/fake_cann, docs/testing.md):
-# .venv-npu layers torch_npu 2.13.0 (--no-deps) and what it imports (pyyaml; protobuf for torchair) over .venv's
-# packages (the same torch, so the build shares .venv's objects through ccache); the package is built the way README's Ascend install builds
-# it (setup.py with torch_npu installed: torch_ext._C_npu linked against the real libtorch_npu.so) into
-# build/npu/lib, and the tests import that build (tests/conftest.py checks it, and turns every skip into a
-# failure). The fake libraries are built into build/fake_cann/<hash>/lib and put on LD_LIBRARY_PATH.
+# The NPU path inside the REAL runtime of the default torch_npu, on fake CANN libraries (tests/fake_cann,
+# docs/testing.md): .venv-npu layers that torch_npu (--no-deps) and what it imports (pyyaml; protobuf for
+# torchair) over .venv's packages (the same torch, so the build shares .venv's objects through ccache); the package
+# is built the way README's Ascend install builds it (setup.py with torch_npu installed: torch_ext._C_npu linked
+# against the real libtorch_npu.so) into build/npu/lib, and the tests import that build (tests/conftest.py checks
+# it, and turns every skip into a failure). The fake libraries are built into build/fake_cann/<hash>/lib and put on LD_LIBRARY_PATH.
 NPU_VENV := .venv-npu
 NPU_PY := $(NPU_VENV)/bin/python
 NPU_BUILD := build/npu
@@ -92,24 +104,24 @@ $(NPU_VENV)/.stamp-venv: $(VENV)/.stamp-venv
 	$(PYTHON) -m venv $(NPU_VENV)
 	$(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > \
 	  "$$($(NPU_PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/torch_ext_base_venv.pth"
-	$(NPU_PY) -m pip install --quiet --no-deps torch-npu==2.13.0 pyyaml protobuf
+	$(NPU_PY) -m pip install --quiet --no-deps torch-npu==$(DEFAULT_TORCH_NPU) pyyaml protobuf
 	touch $@
 
 $(NPU_BUILD)/.stamp: $(NPU_VENV)/.stamp-venv $(SOURCES)
 	mkdir -p $(NPU_BUILD) && touch $@.start
 	$(CCACHE_ENV) TORCH_DEVICE_BACKEND_AUTOLOAD=0 NPU_EXT_BUILD_NPU=1 MAX_JOBS=$${MAX_JOBS:-2} $(NPU_PY) setup.py -q build_ext \
 		--build-temp $(NPU_BUILD)/temp --build-lib $(NPU_BUILD)/lib
-	cp -f torch_ext/*.py $(NPU_BUILD)/lib/torch_ext/
+	cp -f torch_ext/*.py torch_ext/releases.json $(NPU_BUILD)/lib/torch_ext/
 	mv $@.start $@
 
 npu-build: $(NPU_BUILD)/.stamp
 
-# make test-npu TORCH_NPU=2.7.1.post10 (any release of tools/versions.py's table): that torch_npu and its torch in
+# make test-npu TORCH_NPU=<release> (any row of the release table): that torch_npu and its torch in
 # their own venv (build/versions/<release>), the package installed there with README's Ascend command from a clean
 # copy of the working tree, NPU_TESTS run in that release's runtime on its fake CANN, every skip a failure.
-# Without TORCH_NPU (or with 2.13.0's default flow below): .venv-npu, sharing .venv's torch and compiled objects.
-TORCH_NPU ?= 2.13.0
-ifeq ($(TORCH_NPU),2.13.0)
+# Without TORCH_NPU (or with the default release's flow below): .venv-npu, sharing .venv's torch and compiled objects.
+TORCH_NPU ?= $(DEFAULT_TORCH_NPU)
+ifeq ($(TORCH_NPU),$(DEFAULT_TORCH_NPU))
 test-npu: npu-build
 	fake_lib=$$($(NPU_PY) tests/fake_cann/build.py | tail -n 1) && \
 	cd $(NPU_BUILD) && LD_LIBRARY_PATH=$$fake_lib PYTHONPATH=$(CURDIR)/$(NPU_BUILD)/lib:$(CURDIR) NPU_EXT_EXPECT_NPU=1 \
@@ -117,21 +129,22 @@ test-npu: npu-build
 	  $(addprefix $(CURDIR)/,$(NPU_TESTS))
 else
 # other releases: the NPU suite, that build imported under other pairs, autograd (whose C++ nodes differ by torch)
-# and the Megatron tests against the release's megatron-core (tools/versions.py MEGATRON: 0.19.2 beside 2.14.0)
+# and the Megatron tests against the release's megatron-core (the release table's: the newest beside the newest
+# torch_npu)
 test-npu: venv
 	$(PYTHON) tools/versions.py run $(TORCH_NPU) --tests $(NPU_TESTS) tests/test_version_mismatch.py tests/test_autograd.py \
 	  tests/test_megatron.py tests/test_megatron_tp.py
 endif
 
-# Every torch / torch_npu release of the supported range (tools/versions.py's table), each in its own venv and
+# Every torch / torch_npu release of the supported range (the release table), each in its own venv and
 # runtime: tests/test_npu_*.py, test_ops.py, test_forward.py and test_autograd.py against the package installed with
 # README's Ascend command; one line per release and a table at the end (docs/platforms.md). VERSIONS=... runs some.
 VERSIONS ?=
 test-versions: venv
 	$(PYTHON) tools/versions.py all $(VERSIONS)
 
-# The real MindSpeed pairs (tools/versions.py MINDSPEED), each in its own venv (build/mindspeed/<branch>): Python 3.10,
-# torch 2.7.1, torch_npu 2.7.1.post10 on the fake CANN, Megatron-LM's megatron/ on PYTHONPATH and MindSpeed installed
+# The real MindSpeed pairs (the release table's mindspeed), each in its own venv (build/mindspeed/<branch>): the pair's
+# Python, torch and torch_npu on the fake CANN, Megatron-LM's megatron/ on PYTHONPATH and MindSpeed installed
 # as its guide says (both unpacked from ../shared/thirdparty/ or $NPU_EXT_THIRDPARTY), the package installed with
 # README's command; tests/test_mindspeed.py there (docs/megatron.md#mindspeed). MINDSPEED=<branch> runs one pair.
 # The first pair also builds the cluster wheel, which the second installs without compiling (docs/install.md).
@@ -148,14 +161,14 @@ ASAN_TESTS ?= tests/test_ops.py tests/test_errors.py tests/test_properties.py te
 test-asan: venv
 	$(CCACHE_ENV) NPU_EXT_SANITIZE=1 NPU_EXT_BUILD_NPU=0 MAX_JOBS=$${MAX_JOBS:-2} $(PY) setup.py -q build_ext \
 		--build-temp $(ASAN_DIR)/temp --build-lib $(ASAN_DIR)/lib
-	cp -f torch_ext/*.py $(ASAN_DIR)/lib/torch_ext/
+	cp -f torch_ext/*.py torch_ext/releases.json $(ASAN_DIR)/lib/torch_ext/
 	cd $(ASAN_DIR) && LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \
 		ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONPATH=$(CURDIR)/$(ASAN_DIR)/lib \
 		NPU_EXT_EXPECT_SANITIZED=1 $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) \
 		$(addprefix $(CURDIR)/,$(ASAN_TESTS))
 
 # aarch64 (Kunpeng 920 class) on this x86-64 host: cross-builds the unmodified sources with aarch64-linux-gnu-g++
-# against the torch 2.13.0 aarch64 wheel and runs the test suite on an arm64 python under qemu-user
+# against the default torch's aarch64 wheel and runs the test suite on an arm64 python under qemu-user
 # (neoverse-n1, no SVE). Installs its Debian tools if missing; everything else is cached in build/aarch64
 # (.venv's pip only downloads the aarch64 wheels).
 build-aarch64: venv
@@ -169,18 +182,18 @@ clean:
 
 # ------------------------------------------------------------------------------------------------------------
 # test-megatron: the Megatron tests on one megatron-core release, in a venv of its own (docs/megatron.md#releases).
-#   make test-megatron MCORE=0.12.1               .venv-megatron/0.12.1-py3.11, layered over .venv as .venv-npu is
-#                                                 (its megatron-core shadows .venv's 0.16.1); the source tree's build
-#   make test-megatron MCORE=0.19.2 PYTHON=3.12   releases from 0.17 need Python >= 3.12 (their default here):
-#                                                 .venv-megatron/0.19.2-py3.12 made by tools/torch_venv.py (torch
-#                                                 2.13.0, the index's CUDA build, its NVIDIA libraries stubbed), and
+#   make test-megatron MCORE=0.X.Y                .venv-megatron/0.X.Y-py3.11, layered over .venv as .venv-npu is
+#                                                 (its megatron-core shadows .venv's); the source tree's build
+#   make test-megatron MCORE=0.X.Y PYTHON=3.12    releases from 0.17 need Python >= 3.12 (their default here):
+#                                                 .venv-megatron/0.X.Y-py3.12 made by tools/torch_venv.py (the
+#                                                 default torch, the index's CUDA build, NVIDIA libraries stubbed), and
 #                                                 torch_ext installed there from a clean copy of the working tree
 #                                                 (build/megatron-py3.12/src; the DEFAULT kernel variant only)
 # PYTHON=3.N names that venv's Python (.venv is then made with python3, as by default). megatron-core is installed
-# with --no-deps plus what the tests need of its declared requirements (MCORE_PIP_<major.minor>): 0.12.1 declares
+# with --no-deps plus what the tests need of its declared requirements (MCORE_PIP_<major.minor>): 0.12 declares
 # training tools (wandb, nvidia-modelopt, tensorstore, ...) that none of the modules used here imports.
 # MCORE_TESTS: what runs (default: test_megatron.py and the TP=2 test); MCORE_WORKERS: pytest-xdist workers.
-MCORE ?= 0.16.1
+MCORE ?= $(DEFAULT_MCORE)
 ifneq ($(filter 3.%,$(PYTHON)),)
 MCORE_PYTHON := $(PYTHON)
 override PYTHON := python3
@@ -211,7 +224,7 @@ MCORE_BUILD := build/megatron-py$(MCORE_PYTHON)
 MCORE_SITE = $$($(CURDIR)/$(MCORE_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
 
 $(MCORE_VENV)/.stamp:
-	$(PYTHON) tools/torch_venv.py $(MCORE_VENV) --python $(MCORE_PYTHON) --torch 2.13.0 --pip $(MCORE_PIP)
+	$(PYTHON) tools/torch_venv.py $(MCORE_VENV) --python $(MCORE_PYTHON) --torch $(DEFAULT_TORCH) --pip $(MCORE_PIP)
 	touch $@
 
 $(MCORE_BUILD)/.stamp: $(MCORE_VENV)/.stamp $(SOURCES)

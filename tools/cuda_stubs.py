@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Stub shared libraries for the NVIDIA libraries the aarch64 torch wheel links but never needs on a CPU.
 
-PyPI's torch wheels are CUDA builds (the aarch64 2.13.0 one, and every x86-64 one but 2.13.0+cpu):
+PyPI's torch wheels are CUDA builds (the aarch64 ones, and every x86-64 one but the default release's +cpu build):
 libtorch_cuda.so, libc10_cuda.so, ... list libcudart.so.13, libcublas.so.13, libcudnn.so.9, ... as DT_NEEDED,
 normally installed from a dozen nvidia-* wheels (gigabytes). For every such library that is neither in torch/lib nor in the sysroot, this
 script builds a stub with the same soname that defines every symbol torch imports from it, under the symbol

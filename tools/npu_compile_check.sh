@@ -8,7 +8,8 @@
 # Usage: tools/npu_compile_check.sh [PYTHON]        (PYTHON: an interpreter with torch installed;
 #                                                     default .venv/bin/python, else python3)
 # Environment:
-#   TORCH_NPU_VERSION   torch_npu wheel version (default 2.13.0); -DCURRENT_VERSION=V<major>R<minor> follows it
+#   TORCH_NPU_VERSION   torch_npu wheel version (default: the release table's default, tools/releases.py);
+#                       -DCURRENT_VERSION=V<major>R<minor> follows it
 #   NPU_CHECK_CACHE     cache directory (default <repo>/build/npu-check, gitignored)
 #   NPU_CHECK_MODE      -fsyntax-only (default) or -c (full compile, objects in the cache directory)
 #   NPU_CHECK_JOBS      parallel compiles (default 2)
@@ -25,7 +26,7 @@ PY="${1:-}"
 if [[ -z "$PY" ]]; then
   if [[ -x "$ROOT/.venv/bin/python" ]]; then PY="$ROOT/.venv/bin/python"; else PY=python3; fi
 fi
-VERSION="${TORCH_NPU_VERSION:-2.13.0}"
+VERSION="${TORCH_NPU_VERSION:-$("$PY" "$ROOT/tools/releases.py" get default.torch_npu)}"
 CACHE="${NPU_CHECK_CACHE:-$ROOT/build/npu-check}"
 MODE="${NPU_CHECK_MODE:--fsyntax-only}"
 JOBS="${NPU_CHECK_JOBS:-2}"

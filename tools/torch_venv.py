@@ -3,14 +3,17 @@
 Megatron test stages (make test-npu TORCH_NPU=..., make test-versions, make test-megatron). Test-only: nothing a
 user installs goes through here.
 
-  tools/torch_venv.py DIR --python 3.12 --torch 2.13.0 [--torch-npu 2.13.0] [--pip PKG ...]
+  tools/torch_venv.py DIR --python 3.N --torch TORCH [--torch-npu TORCH_NPU] [--pip PKG ...]
+
+TORCH and TORCH_NPU are releases of a row of the release table (torch_ext/releases.json; tools/versions.py passes
+them).
 
 * DIR is a venv of that Python (``python3.12`` on PATH, or the running interpreter when its version matches).
 * torch is installed with ``--no-deps`` and then its pure-Python requirements (its wheel metadata), without the
-  nvidia-*, cuda-* and triton packages a CUDA build lists. Every torch on the package index except 2.13.0+cpu is
-  a CUDA build whose libraries load the NVIDIA ones at import: tools/cuda_stubs.py builds stubs of those (every
-  function returns cudaErrorNoDevice; no CPU or NPU path calls them) into torch/lib, which is on the RPATH of
-  every torch library. That is 3 GB of downloads and an install a few times faster, and torch.cuda then reports
+  nvidia-*, cuda-* and triton packages a CUDA build lists. Every torch on the package index except the default
+  release's +cpu build (the one .venv installs) is a CUDA build whose libraries load the NVIDIA ones at import:
+  tools/cuda_stubs.py builds stubs of those (every function returns cudaErrorNoDevice; no CPU or NPU path calls
+  them) into torch/lib, which is on the RPATH of every torch library. That is 3 GB of downloads and an install a few times faster, and torch.cuda then reports
   no device, as on an Ascend host.
 * torch_npu (``--torch-npu``) is installed with ``--no-deps``, as its own install guide does, plus the numpy
   and pyyaml it imports.
@@ -99,8 +102,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("venv")
     ap.add_argument("--python", required=True, help="e.g. 3.11")
-    ap.add_argument("--torch", required=True, help="e.g. 2.7.1")
-    ap.add_argument("--torch-npu", default=None, help="e.g. 2.7.1.post10")
+    ap.add_argument("--torch", required=True, help="a torch release of the release table")
+    ap.add_argument("--torch-npu", default=None, help="the torch_npu release of that row")
     ap.add_argument("--pip", nargs="*", default=[], help="further packages")
     ap.add_argument("--pip-no-deps", nargs="*", default=[], help="further packages, without their dependencies")
     ap.add_argument("--like", default=None, help="a venv of the same Python, torch and torch_npu to start from")

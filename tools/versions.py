@@ -3,7 +3,7 @@
 
   tools/versions.py run TORCH_NPU [--tests FILE ...]   one release (make test-npu TORCH_NPU=..., CI's version stages)
   tools/versions.py all                                 every release (make test-versions): one line each, a table
-  tools/versions.py table                               the table of ROWS (README, docs/platforms.md)
+  tools/versions.py table                               README's table of the releases (tools/releases.py table)
   tools/versions.py copy-tree DST                       the clean copy of step 3 (also make test-megatron's)
   tools/versions.py mindspeed [BRANCH ...]              the real MindSpeed pairs (make test-mindspeed), below
 
@@ -41,22 +41,15 @@ import subprocess
 import sys
 import time
 
+import releases
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-# torch_npu release, its torch, the Python the venv uses, the CANN its release notes pair it with. The one place
-# these are written (README's and docs/platforms.md's tables are generated from it: `table`).
-ROWS = [
-    ("2.6.0.post5", "2.6.0", "3.10", "8.5.0"),
-    ("2.7.1.post10", "2.7.1", "3.11", "9.1.x"),
-    ("cpu-2.8.0", "2.8.0", "3.11", "-"),
-    ("2.9.0.post8", "2.9.0", "3.11", "9.1.x"),
-    ("2.10.0.post6", "2.10.0", "3.11", "9.1.x"),
-    ("2.11.0.post2", "2.11.0", "3.12", "9.1.x"),
-    ("2.12.0.post2", "2.12.0", "3.11", "9.1.x"),
-    ("2.13.0", "2.13.0", "3.11", "its release notes'"),
-    ("2.14.0", "2.14.0", "3.12", "its release notes'"),
-]
+# The releases: the rows of the release table, torch_ext/releases.json (tools/releases.py reads it; README's and
+# docs/platforms.md's tables are generated from it). A row's name is its torch_npu release, or cpu-<torch>.
+TABLE = releases.load()
+ROWS = [(releases.release_id(r), r["torch"], r["python"], r["cann"]) for r in releases.rows(TABLE)]
 # Tests a release cannot run, each with the reason (passed to pytest as --deselect; docs/platforms.md lists them).
 # Nothing else is deselected or skipped: a skip is a failure here, as in make test-npu.
 _NO_ASCEND950 = "its torch_npu predates the Ascend950: its SoC table has no Ascend950 name, and init rejects one"
@@ -68,33 +61,40 @@ _ASCEND950_TESTS = [
     "tests/test_npu_path.py::test_ascend950",
     "tests/test_npu_path.py::test_status_report_without_kernels",
 ]
-DESELECT = {"2.6.0.post5": [(t, _NO_ASCEND950) for t in _ASCEND950_TESTS]}
-# The megatron-core each release's venv holds (the NPU training tests import test_megatron's helpers; make test-npu
-# runs the Megatron tests on every release): make test's (requirements-dev.txt), but the newest torch_npu pairs with
-# the newest megatron-core, whose Python (3.12 from 0.17) it shares, so CI's 2.14.0 stage is also its megatron-core
-# 0.19.2 stage (make test-megatron tests any other pairing). 0.19 imports triton at import: an Ascend host has
-# triton-ascend; here the index's triton at torch 2.14's own pin, which imports without a GPU.
-MEGATRON = {"2.14.0": ["megatron-core==0.19.2", "triton~=3.8.0"]}
-MEGATRON_DEFAULT = ["megatron-core==0.16.1"]
-# What torch_npu's torchair imports (tests/test_npu_torchair_import.py; MindSpeed imports torchair): protobuf, and on
-# torch_npu 2.6 pkg_resources, which setuptools 81 removed.
+
+
+def deselected(table):
+    """{release: [(test, why), ...]}: the rows whose torch_npu predates the Ascend950 (ascend950: false) cannot run
+    the Ascend950 tests."""
+    return {releases.release_id(r): [(t, _NO_ASCEND950) for t in _ASCEND950_TESTS]
+            for r in releases.rows(table) if r.get("ascend950", True) is False}
+
+
+DESELECT = deselected(TABLE)
+# What every release venv holds besides torch and torch_npu: packaging, what torchair imports
+# (tests/test_npu_torchair_import.py; MindSpeed imports torchair), and megatron-core (the NPU training tests import
+# test_megatron's helpers; make test-npu runs the Megatron tests on every release): the table's megatron_core.default
+# (make test's, requirements-dev.txt) unless the row names its own (the newest torch_npu pairs with the newest
+# megatron-core, whose Python it shares, so CI's newest release stage is also its newest megatron-core stage; make
+# test-megatron tests any other pairing). A row's pip / pip_no_deps: further packages, the reason in its _comment.
 TORCHAIR_PIP = ["protobuf"]
-TORCHAIR_PIP_RELEASE = {"2.6.0.post5": ["setuptools>=70.1,<81"]}
-# The real MindSpeed pairs: branch -> (its archive, Megatron-LM's archive, the torch_npu release of ROWS it runs on,
-# the Python of its venv: MindSpeed's pairing, 3.10, whatever ROWS uses for that release). ../shared/thirdparty/
-# SOURCES.txt names the repositories and commits.
-MINDSPEED = {
-    "26.1.0_core_r0.12.1": ("mindspeed-26.1.0_core_r0.12.1.tar.gz", "megatron-lm-core_v0.12.1.tar.gz", "2.7.1.post10",
-                            "3.10"),
-    "core_r0.16.0": ("mindspeed-core_r0.16.0.tar.gz", "megatron-lm-core_v0.16.1.tar.gz", "2.7.1.post10", "3.10"),
-}
+
+
+def venv_packages(release):
+    """(--pip, --pip-no-deps) of tools/torch_venv.py for a release's venv."""
+    r = releases.find(TABLE, release)
+    return (["packaging>=24.2", *TORCHAIR_PIP, *r.get("pip", [])],
+            [f"megatron-core=={releases.megatron_core(TABLE, r)}", *r.get("pip_no_deps", [])])
+
+
+# The real MindSpeed pairs: branch -> its entry of the table's mindspeed list (its archive, Megatron-LM's archive,
+# the torch_npu release of a row it runs on, the Python of its venv: MindSpeed's pairing, whatever the row uses,
+# further packages). ../shared/thirdparty/SOURCES.txt names the repositories and commits.
+MINDSPEED = {p["branch"]: p for p in TABLE["mindspeed"]}
 # What `import mindspeed.megatron_adaptor` and Megatron-LM's training modules import beyond torch and torch_npu
 # (MindSpeed's requirements.txt lists far more: test tools, transformers, scikit-learn, ...).
 MINDSPEED_PIP = ["packaging>=24.2", "numpy<=1.26.0", "einops", "six", "regex", "decorator", "attrs", "psutil",
                  "scipy", "sentencepiece", *TORCHAIR_PIP]
-# core_r0.16.0 imports triton at adaptor import (its triton kernels, whose @triton.autotune starts the driver):
-# triton-ascend, as on an Ascend host, with the pybind11 it imports (its wheel declares no requirements).
-MINDSPEED_PIP_BRANCH = {"core_r0.16.0": ["triton-ascend==3.2.0", "pybind11==3.1.0"]}
 MINDSPEED_TESTS = ["tests/test_mindspeed.py"]
 TESTS_NPU = ["tests/test_npu_*.py", "tests/test_version_mismatch.py"]
 TESTS_ALL = TESTS_NPU + ["tests/test_ops.py", "tests/test_forward.py", "tests/test_autograd.py"]
@@ -242,9 +242,8 @@ def run(release, tests, workers):
     t0 = time.time()
     npu_release, _, python, _ = row(release)
     base = os.path.join(ROOT, "build", "versions", release)
-    # megatron-core (MEGATRON), with packaging, its only other requirement the tests need besides torch
-    venv_args = ["--pip", "packaging>=24.2", *TORCHAIR_PIP, *TORCHAIR_PIP_RELEASE.get(release, []),
-                 "--pip-no-deps", *MEGATRON.get(release, MEGATRON_DEFAULT)]
+    pip, pip_no_deps = venv_packages(release)
+    venv_args = ["--pip", *pip, "--pip-no-deps", *pip_no_deps]
     py, test_env, after = _prepare(release, base, venv_args)
     # other torch / torch_npu pairs to import this build under (tests/test_version_mismatch.py)
     others = [os.path.join(ROOT, v, "bin", "python") for v in (".venv", ".venv-npu")]
@@ -321,7 +320,9 @@ def mindspeed(branch, tests, workers):
     t0 = time.time()
     if branch not in MINDSPEED:
         raise SystemExit(f"versions.py: {branch} is not a MindSpeed pair ({', '.join(MINDSPEED)})")
-    archive, megatron_archive, release, python = MINDSPEED[branch]
+    pair = MINDSPEED[branch]
+    archive, megatron_archive, release, python = (pair["archive"], pair["megatron_lm_archive"], pair["torch_npu"],
+                                                  pair["python"])
     src_dir = thirdparty()
     missing = [a for a in (archive, megatron_archive) if not os.path.exists(os.path.join(src_dir, a))]
     if missing:
@@ -330,15 +331,15 @@ def mindspeed(branch, tests, workers):
     base = os.path.join(ROOT, "build", "mindspeed", branch)
     megatron_dir = _unpack(os.path.join(src_dir, megatron_archive), os.path.join(base, "megatron-lm"))
     mindspeed_dir = _unpack(os.path.join(src_dir, archive), os.path.join(base, "mindspeed"))
-    venv_args = ["--pip", *MINDSPEED_PIP, *MINDSPEED_PIP_BRANCH.get(branch, [])]
-    for other, (_, _, other_release, other_python) in MINDSPEED.items():  # the same runtime: start from its copy
+    venv_args = ["--pip", *MINDSPEED_PIP, *pair["pip"]]
+    for other, p in MINDSPEED.items():  # the same runtime: start from its copy
         like = os.path.join(ROOT, "build", "mindspeed", other, "venv")
-        if other != branch and (other_release, other_python) == (release, python) and os.path.isdir(like):
+        if other != branch and (p["torch_npu"], p["python"]) == (release, python) and os.path.isdir(like):
             venv_args += ["--like", like]
             break
     # The cluster wheel (docs/install.md): the first pair of a runtime builds it, a later pair of the same runtime
     # installs it instead of compiling, and runs the NPU device suite and the build-contract tests with it too.
-    same = [b for b, (_, _, r, p) in MINDSPEED.items() if (r, p) == (release, python)]
+    same = [b for b, p in MINDSPEED.items() if (p["torch_npu"], p["python"]) == (release, python)]
     wheel = None if len(same) < 2 else ("build" if same[0] == branch else "install")
     py, test_env, after = _prepare(release, base, venv_args, python, wheel)
     if wheel == "install":
@@ -356,7 +357,7 @@ def mindspeed(branch, tests, workers):
     test_env["NPU_EXT_MINDSPEED"] = branch
     code, counts = _pytest(py, base, test_env, tests, workers)
     seconds = time.time() - t0
-    print(f"versions: MindSpeed {branch} | Megatron-LM {megatron_archive[len('megatron-lm-'):-len('.tar.gz')]} | "
+    print(f"versions: MindSpeed {branch} | Megatron-LM {pair['megatron_lm']} | "
           f"torch_npu {after[1]} | torch {after[0]} | Python {python} | {counts} | {seconds:.0f} s", flush=True)
     return code
 
@@ -398,13 +399,10 @@ def main():
         _copy_tree(os.path.abspath(args.dst))
         return 0
     if args.cmd == "deselected":
-        for release, tests in DESELECT.items():
-            for test, why in tests:
-                print(f"| {release} | `{test}` | {why} |")
+        print(releases.deselected(TABLE))
         return 0
     if args.cmd == "table":
-        for npu, torch, python, cann in ROWS:
-            print(f"| {npu} | {torch} | {cann} | {python} |")
+        print(releases.support_table(TABLE))
         return 0
     if args.cmd == "mindspeed":
         failed = 0
@@ -414,14 +412,14 @@ def main():
     if args.cmd == "run":
         tests = args.tests or (TESTS_ALL if args.release.startswith("cpu-") is False else TESTS_ALL[1:])
         return run(args.release, tests, args.workers)
-    releases = args.releases or [r[0] for r in ROWS]
+    chosen = args.releases or [r[0] for r in ROWS]
     failed = 0
-    for npu in releases:
+    for npu in chosen:
         row(npu)
         tests = TESTS_ALL if not npu.startswith("cpu-") else TESTS_ALL[1:]
         failed |= run(npu, tests, args.workers) != 0
     lines = []
-    for npu in releases:
+    for npu in chosen:
         with open(os.path.join(ROOT, "build", "versions", npu, "report.json")) as f:
             lines.append(json.load(f))
     print("\n| torch_npu | torch | Python | tests | time |\n|---|---|---|---|---|")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # aarch64 (Kunpeng 920 class) build and test on an x86-64 host: the unmodified sources are cross-compiled
-# with aarch64-linux-gnu-g++ against the torch 2.13.0 aarch64 wheel, and the test suite runs on Debian's arm64
+# with aarch64-linux-gnu-g++ against the default torch's aarch64 wheel, and the test suite runs on Debian's arm64
 # python3.11 under qemu-user emulating a Neoverse N1 (armv8.2-a, NEON, no SVE, like Kunpeng 920).
 #
 # Usage: tools/aarch64/run.sh [all|setup|build|test|npu-check [PYTHON]|python ARGS...]     (make test-aarch64 = all)
@@ -16,7 +16,7 @@
 #           core); extra args go to pytest
 #   npu-check [PYTHON]  tools/npu_compile_check.sh for aarch64: every csrc/npu/*.cpp compiled with the cross
 #           compiler against the aarch64 torch_npu wheel's headers and the aarch64 torch headers (PYTHON: a
-#           host python with torch 2.13.0, default .venv/bin/python; part of make npu-check)
+#           host python with the default torch, default .venv/bin/python; part of make npu-check)
 #   python  the emulated python with this environment (e.g. tools/aarch64/run.sh python -c 'import torch')
 # Everything is cached under build/aarch64 (gitignored; NPU_EXT_AARCH64_DIR overrides): downloads, the
 # sysroot, the site-packages, the stubs and the build. Each step is skipped when its stamp is present, so
@@ -31,8 +31,9 @@ SITE="$A/site"
 STUBS="$A/cuda-stubs"
 WHEELS="$A/wheels"
 EXT="$A/ext"                          # setup.py build --build-base: lib/ holds the aarch64 torch_ext package
-TORCH_VERSION="${NPU_EXT_AARCH64_TORCH:-2.13.0}"
 HOST_PY="${HOST_PYTHON:-python3}"     # any host python with pip: only downloads and unpacks
+# the default torch of the release table (torch_ext/releases.json), unless NPU_EXT_AARCH64_TORCH names another
+TORCH_VERSION="${NPU_EXT_AARCH64_TORCH:-$("$HOST_PY" "$ROOT/tools/releases.py" get default.torch)}"
 
 # Debian arm64 packages of the sysroot: python3.11 with its stdlib and headers, and every shared library they
 # and the torch wheel load (no dependency resolution: a fixed list, newest bookworm versions).
@@ -216,7 +217,8 @@ emu_python() {
 build() {
   local so stamp
   so="$(ls "$EXT"/lib/torch_ext/_C.cpython-311-aarch64-linux-gnu.so 2>/dev/null || true)"
-  if [[ -n "$so" ]] && [[ -z "$(cd "$ROOT" && find setup.py csrc torch_ext -newer "$so" \( -name '*.cpp' -o -name '*.h' -o -name '*.py' \) -print -quit)" ]]; then
+  if [[ -n "$so" ]] && [[ -z "$(cd "$ROOT" && find setup.py csrc torch_ext -newer "$so" \( -name '*.cpp' -o -name '*.h' -o -name '*.py' \
+       -o -name releases.json \) -print -quit)" ]]; then
     log "build: up to date ($so)"
     return
   fi
