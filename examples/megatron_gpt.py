@@ -1,7 +1,7 @@
 """Train a tiny Megatron-LM GPT (megatron-core) on the CPU (or an Ascend NPU: ``--device npu``), once as Megatron
 runs it and once through ``torch_ext.megatron.patch()``, and print both loss curves side by side.
 
-    pip install megatron-core==0.16.1        # (make test installs it into .venv; 0.12.1 to 0.19.2 work)
+    pip install megatron-core                # a release of the tested range (docs/megatron.md#releases)
     python examples/megatron_gpt.py --steps 20
     python examples/megatron_gpt.py --steps 20 --device npu     # with torch_npu and torch_ext's NPU kernels
 

@@ -1,5 +1,5 @@
-"""A test double of MindSpeed's Megatron adaptor, as its maintained branches (26.1.0_core_r0.12.1 and the other
-``*_core_r0.12.1`` branches of Ascend/MindSpeed) set it up for the targets of torch_ext.megatron. Written for
+"""A test double of MindSpeed's Megatron adaptor, as its maintained branches (those that pair it with Megatron core
+0.12; the release table's mindspeed names the one tested for real) set it up for the targets of torch_ext.megatron. Written for
 these tests from what MindSpeed's feature registrations replace, by name; no MindSpeed code (MindSpeed needs
 torch_npu and an NPU, and is not on the package index).
 

@@ -396,7 +396,7 @@ def test_citation_checker(tmp_path):
                           check=True).stdout.strip()
     page = tmp_path / "page.md"
     page.write_text(f"Measured at {head[:7]} (`{head}`), 2026-11-24.\n"
-                    "Not commits: 0x7f, deadbeef0, sha256 " + "ab" * 32 + ", ops-nn e5c3fa93, 1234567; version 2.13.0.\n",
+                    "Not commits: 0x7f, deadbeef0, sha256 " + "ab" * 32 + ", ops-nn e5c3fa93, 1234567; version 1.23.0.\n",
                     encoding="utf-8")
     assert history_citations(page) == [f"page.md:1: commit {head[:7]}", f"page.md:1: commit {head}",
                                        "page.md:1: date 2026-11-24"]

@@ -1,5 +1,5 @@
-"""torch_ext.megatron against the real megatron-core (CPU; make's .venv has 0.16.1, `make test-megatron MCORE=...`
-runs this file on another release): the patched fused softmax, bias-GELU and MoE expert bias against Megatron's
+"""torch_ext.megatron against the real megatron-core (CPU; make's .venv has the release table's default release,
+`make test-megatron MCORE=...` runs this file on another release): the patched fused softmax, bias-GELU and MoE expert bias against Megatron's
 own paths (values and gradients), the npu_ext ops seen to run, patch()/unpatch() restoring every original object,
 status() per target (also in both orders with tests/mindspeed_double.py, MindSpeed's replacements by name), the
 import errors, and a small GPTModel trained with and without the patch.
@@ -29,6 +29,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import torch_ext.megatron as tm
+from torch_ext import _releases
 from oracle import assert_accurate
 
 with warnings.catch_warnings():
@@ -411,6 +412,14 @@ def test_unpatch_reaches_modules_imported_after_patch():
 
 # ----------------------------------------------------------------------------------------------------------
 # The release table and status()
+def test_releases_span_the_tested_range():
+    """RELEASES has a row for every major.minor of the release table's tested megatron-core range, and none beyond."""
+    mcore = _releases.load()["megatron_core"]
+    lo, hi = _releases.series(mcore["oldest"]), _releases.series(mcore["newest"])
+    assert sorted(RELEASES) == [(lo[0], m) for m in range(lo[1], hi[1] + 1)], (sorted(RELEASES), lo, hi)
+    assert lo <= _releases.series(mcore["default"]) <= hi
+
+
 def test_release_table():
     """The installed megatron-core has a row in RELEASES, and the row says what the release has."""
     assert MCORE_KEY in RELEASES, (f"megatron-core {MCORE} has no row in RELEASES: read its fused_softmax.py and "
@@ -633,6 +642,7 @@ def test_mindspeed_double_softmax_is_megatrons_formula():
 IMPORT_ERRORS = """
 import importlib, sys
 import torch_ext.megatron as tm
+from torch_ext import _releases
 
 def attempt():
     said = []
@@ -678,10 +688,13 @@ class TestImportErrors(expecttest.TestCase):
                                  text=True, cwd=cwd, env=dict(os.environ, PYTHONPATH=torch_ext_dir), timeout=300)
         assert out.returncode == 0, out.stderr[-3000:]
         installed, missing = out.stdout.strip().splitlines()[-2:]
-        self.assertExpectedInline(installed, """\
-torch_ext.megatron: megatron-core 0.8.0 is installed, but importing it fails with ModuleNotFoundError: No module named 'torch_ext_test_missing_dependency' (torch_ext.megatron is tested with megatron-core 0.12.1 to 0.19.2)""")
-        self.assertExpectedInline(missing, """\
-torch_ext.megatron needs megatron-core, which is not installed (pip install megatron-core; tested with 0.12.1 to 0.19.2)""")
+        tested = "{oldest} to {newest}".format(**_releases.load()["megatron_core"])  # the release table's range
+        self.assertEqual(installed, (
+            "torch_ext.megatron: megatron-core 0.8.0 is installed, but importing it fails with ModuleNotFoundError: "
+            "No module named 'torch_ext_test_missing_dependency' (torch_ext.megatron is tested with megatron-core "
+            f"{tested})"))
+        self.assertEqual(missing, ("torch_ext.megatron needs megatron-core, which is not installed (pip install "
+                                   f"megatron-core; tested with {tested})"))
 
 
 def test_import_torch_ext_does_not_import_megatron(tmp_path):

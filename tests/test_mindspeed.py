@@ -1,6 +1,6 @@
-"""torch_ext.megatron under the real MindSpeed (make test-mindspeed: tools/versions.py mindspeed), in every order a
-user meets, and the example's GPT trained under MindSpeed on the npu device; each scenario in a fresh interpreter
-(tests/mindspeed_worker.py), since MindSpeed patches the whole process at import.
+"""torch_ext.megatron under the real MindSpeed (make test-mindspeed: tools/versions.py mindspeed, the pairs of the
+release table), in every order a user meets, and the example's GPT trained under MindSpeed on the npu device; each
+scenario in a fresh interpreter (tests/mindspeed_worker.py), since MindSpeed patches the whole process at import.
 
 * MindSpeed, then patch(): ours in place on every target; unpatch() gives MindSpeed's softmax back.
 * patch(), then MindSpeed's adaptor: MindSpeed's softmax wins (status() says so); a second patch() puts ours back,
@@ -85,13 +85,15 @@ def check_ours_ran(result):
 
 
 def test_the_pair():
-    """The venv holds the pair tools/versions.py names: MindSpeed from its checkout, Megatron-LM's sources, and
-    no megatron-core wheel."""
+    """The venv holds the pair of the release table (its mindspeed entry): MindSpeed from its checkout, Megatron-LM's
+    sources of the pair's release, the pair's torch_npu, and no megatron-core wheel."""
+    from torch_ext import _releases
+
+    pair = next(p for p in _releases.load()["mindspeed"] if p["branch"] == BRANCH)
     result = scenario("mindspeed_then_ours")
-    expected_megatron = {"26.1.0_core_r0.12.1": "0.12.1", "core_r0.16.0": "0.16.1"}[BRANCH]
-    assert result["megatron"].split("+")[0] == expected_megatron, result["megatron"]
+    assert result["megatron"].split("+")[0] == pair["megatron_lm"], result["megatron"]
     assert os.sep + os.path.join("build", "mindspeed", BRANCH, "mindspeed") in result["mindspeed"], result
-    assert result["torch_npu"].startswith("2.7.1"), result["torch_npu"]
+    assert result["torch_npu"].startswith(pair["torch_npu"]), result["torch_npu"]
     import importlib.metadata
 
     with pytest.raises(importlib.metadata.PackageNotFoundError):

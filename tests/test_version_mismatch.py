@@ -7,17 +7,18 @@ undefined symbol, never a crash.
   saying so. `python -m torch_ext` prints what was built and what runs before that ImportError.
 * The same torch and another torch_npu, a .postN of the same release included: the import succeeds and the CPU ops
   work; torch_ext._C_npu is not loaded (a warning at import), and torch_ext._npu.why_not_loaded() names both
-  torch_npu releases. The evidence for not loading a .postN: torch_ext built against torch_npu 2.7.1.post10 does
-  not load under 2.7.1.post11 (undefined symbol SetExecConfig(), gone from post11's libtorch_npu.so).
+  torch_npu releases. The evidence for not loading a .postN: the release table's post_release_evidence, a torch_ext
+  built against one .postN that does not load under the next (a symbol gone from its libtorch_npu.so).
 
 * test_other_runtime: the real thing. tools/versions.py (make test-versions, make test-npu TORCH_NPU=...) runs this
   file in a release's venv against the package it installed there, with NPU_EXT_OTHER_RUNTIMES naming interpreters
-  of other pairs (.venv: torch 2.13.0 without torch_npu; .venv-npu: torch 2.13.0 with torch_npu 2.13.0); the built
+  of other pairs (.venv: the default torch without torch_npu; .venv-npu: with the default torch_npu); the built
   package is imported by each of them.
 * the other tests: everywhere, on a copy of the running package whose records are edited (the copy is otherwise the
   working build, so only the record can stop it). The torch_npu tests use the package's own _C_npu and the real
   torch_npu where the package has them (a release's venv); elsewhere a stand-in: a torch_npu package whose metadata
-  names 2.7.1.post11 and a torch_ext._C_npu that fails if it is ever imported.
+  names the release table's post_release_evidence "runs" release and a torch_ext._C_npu that fails if it is ever
+  imported.
 """
 
 import json
@@ -31,8 +32,11 @@ import expecttest
 import torch
 
 import torch_ext
+from torch_ext import _releases
 
 PACKAGE = os.path.dirname(os.path.abspath(torch_ext.__file__))
+# The stand-in torch_npu's release: a .postN that a build of the previous one does not load under (the release table)
+STANDIN_TORCH_NPU = _releases.load()["post_release_evidence"]["runs"]
 
 
 def _copy_package(dst):
@@ -102,27 +106,27 @@ def _record(tmp, module, edit=None):
 def _npu_side(tmp):
     """A torch_ext._C_npu and a torch_npu for the copy at tmp: (stand-in torch_npu directory or None, running
     torch_npu release). The package's own _C_npu and the installed torch_npu where both are here; else a stand-in
-    torch_npu (2.7.1.post11 by its metadata, empty) in tmp/npu_site and a _C_npu.py that raises if imported, with
-    the record setup.py would have written against 2.7.1.post11."""
+    torch_npu (STANDIN_TORCH_NPU by its metadata, empty) in tmp/npu_site and a _C_npu.py that raises if imported,
+    with the record setup.py would have written against it."""
     installed = torch_ext._compat._torch_npu_release()
     if installed and os.path.exists(os.path.join(PACKAGE, "_C_npu.versions.json")):
         return None, installed
     site = os.path.join(tmp, "npu_site")
     os.makedirs(os.path.join(site, "torch_npu"))
     open(os.path.join(site, "torch_npu", "__init__.py"), "w").close()
-    dist = os.path.join(site, "torch_npu-2.7.1.post11.dist-info")
+    dist = os.path.join(site, f"torch_npu-{STANDIN_TORCH_NPU}.dist-info")
     os.makedirs(dist)
     with open(os.path.join(dist, "METADATA"), "w") as f:
-        f.write("Metadata-Version: 2.1\nName: torch_npu\nVersion: 2.7.1.post11\n")
+        f.write(f"Metadata-Version: 2.1\nName: torch_npu\nVersion: {STANDIN_TORCH_NPU}\n")
     with open(os.path.join(tmp, "torch_ext", "_C_npu.py"), "w") as f:
         f.write('raise ImportError("the stand-in torch_ext._C_npu was imported")\n')
     with open(os.path.join(tmp, "torch_ext", "_C_npu.versions.json"), "w") as f:
-        json.dump({**_record(tmp, "_C"), "module": "torch_ext._C_npu", "torch_npu": "2.7.1.post11"}, f)
-    return site, "2.7.1.post11"
+        json.dump({**_record(tmp, "_C"), "module": "torch_ext._C_npu", "torch_npu": STANDIN_TORCH_NPU}, f)
+    return site, STANDIN_TORCH_NPU
 
 
 def _other_post(version):
-    """Another .postN of the same torch_npu release: 2.7.1.post11 -> 2.7.1.post10, 2.13.0 -> 2.13.0.post1."""
+    """Another .postN of the same torch_npu release: 1.2.3.post11 -> 1.2.3.post10, 1.2.3 -> 1.2.3.post1."""
     m = re.fullmatch(r"(.*?)(?:\.post(\d+))?", version)
     n = int(m.group(2) or 0)
     return f"{m.group(1)}.post{n - 1 if n > 1 else n + 1}"
@@ -156,7 +160,7 @@ class TestVersionMismatch(expecttest.TestCase):
                 + (f" and torch_npu {npu}" if npu else " without torch_npu"))
 
     def test_recorded_abi_differs(self):
-        """The same torch release with the other C++ ABI (torch 2.6.0 from PyPI, pre-C++11, against its
+        """The same torch release with the other C++ ABI (torch 2.6's PyPI wheels, pre-C++11, against its
         +cpu.cxx11.abi build): both sides named with their ABI."""
         import tempfile
 
