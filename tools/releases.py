@@ -65,6 +65,7 @@ def values(table):
         out[f"megatron_core.{key}"] = [mcore[key]]
     out["megatron_core"] = [mcore["oldest"], mcore["newest"]]  # the tested range
     out["supported_torch"] = [f"{lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}"]
+    out["rows"] = [r["torch_npu"] for r in npu_rows(table)] + [r["torch"] for r in rows(table)]  # any release
     pairs = table["mindspeed"]
     out["mindspeed.branch"] = [p["branch"] for p in pairs]
     out["mindspeed.megatron_lm"] = [p["megatron_lm"] for p in pairs]
@@ -83,7 +84,7 @@ def support_table(table):
     lo, hi = supported_torch(table)
     default, oldest, newest = default_row(table), npu_rows(table)[0], npu_rows(table)[-1]
     lines = [f"Supported: torch {lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}, and on Ascend the torch_npu release of that torch "
-             "(`torch_ext/releases.json`, the release table):", "",
+             "(the release table,", "`torch_ext/releases.json`):", "",
              "| torch_npu | torch | CANN | Python (torch_npu's wheels, x86-64) | tested here (`make test-versions`) |",
              "|---|---|---|---|---|"]
     for row in rows(table):
@@ -114,7 +115,18 @@ def deselected(table):
     return "\n".join(lines)
 
 
-GENERATED = {"support-table": support_table, "deselected": deselected}
+def mindspeed_pairs(table):
+    """docs/megatron.md's table of the real MindSpeed pairs (make test-mindspeed)."""
+    lines = ["| MindSpeed branch | Megatron-LM | torch_npu | torch | Python | besides MindSpeed's imports |",
+             "|---|---|---|---|---|---|"]
+    for p in table["mindspeed"]:
+        extra = ", ".join(f"`{x}`" for x in p["pip"]) or "-"
+        lines.append(f"| `{p['branch']}` | core_v{p['megatron_lm']} | {p['torch_npu']} | "
+                     f"{find(table, p['torch_npu'])['torch']} | {p['python']} | {extra} |")
+    return "\n".join(lines)
+
+
+GENERATED = {"support-table": support_table, "deselected": deselected, "mindspeed-pairs": mindspeed_pairs}
 
 # ----------------------------------------------------------------------------------------------------------
 # The blocks of a markdown file

@@ -34,7 +34,7 @@ def find(table, release):
 
 
 def series(version):
-    """'2.10.0.post6' -> (2, 10)."""
+    """'1.23.4.post5' -> (1, 23)."""
     major, minor = version.split(".")[:2]
     return int(major), int(minor)
 
