@@ -191,12 +191,17 @@ def checked_file_problems(path, text, table):
     return bad
 
 
+def _other_row(table):
+    """A row that is not the default one."""
+    return next(r for r in table["releases"] if r is not R.default_row(table))
+
+
 def test_checked_file_checker_finds_drift():
-    text = (ROOT / "requirements-dev.txt").read_text(encoding="utf-8")
-    newest = R.npu_rows(TABLE)[-1]["torch"]
-    assert newest != R.default_row(TABLE)["torch"]
-    drifted = re.sub(r"^torch==\S+$", f"torch=={newest}", text, flags=re.M)
+    good = f"torch=={R.default_row(TABLE)['torch']}\nnumpy\nmegatron-core=={TABLE['megatron_core']['default']}\n"
+    assert checked_file_problems("requirements-dev.txt", good, TABLE) == []
+    drifted = good.replace(R.default_row(TABLE)["torch"], _other_row(TABLE)["torch"])
     assert len(checked_file_problems("requirements-dev.txt", drifted, TABLE)) == 1
+    assert len(checked_file_problems("requirements-dev.txt", "numpy\n", TABLE)) == 2  # neither pinned
 
 
 @pytest.mark.parametrize("path", sorted(CHECKED_FILES))
@@ -317,14 +322,14 @@ def without_blocks(text):
 
 def test_block_checker_finds_drift():
     d = R.default_row(TABLE)
-    newest = R.npu_rows(TABLE)[-1]
+    other = _other_row(TABLE)
     old_torch = TABLE["releases"][0]["torch"]
     stale = R.GENERATED["support-table"](TABLE).replace(f"| {d['torch_npu']} |", f"| {d['torch_npu']}.post1 |")
     platform = "\n".join(f"| {R.release_id(r)} | {r['torch']} | {r['python']} | {R.megatron_core(TABLE, r)} | ok |"
                          for r in TABLE["releases"])
     page = "\n".join([
         "<!-- releases: generated support-table -->", stale, "<!-- releases: end -->",
-        "<!-- releases: names default -->", f"torch_npu {d['torch_npu']} with torch {newest['torch']}",
+        "<!-- releases: names default -->", f"torch_npu {d['torch_npu']} with torch {other['torch']}",
         "<!-- releases: end -->",
         "<!-- releases: names default mindspeed -->", f"torch {d['torch']}", "<!-- releases: end -->",
         "<!-- releases: checked platform-results -->", "| torch_npu | torch | Python | megatron-core | result |",
@@ -339,7 +344,7 @@ def test_block_checker_finds_drift():
                if line.startswith("<!-- releases:") and not line.startswith("<!-- releases: end")]
     assert [b.split(": ", 1)[0] for b in bad] == [
         opening[0],  # the stale generated table
-        opening[1],  # the newest's torch in a block of the default
+        opening[1],  # another row's torch in a block of the default
         opening[2],  # names mindspeed, holds none of it
         opening[3],  # a row's Python changed
         opening[4],  # 0.1.0 outside the range
