@@ -151,9 +151,7 @@ template <typename Report, typename... Ts>
 int queue_call(const AclnnApi& api, bool& queued, Report report, Ts&... args) {
   return compat::queue_aclnn(api.name(), api.workspace_fn(), api.run_fn(), queued, report, args...);
 }
-}  // namespace detail
 
-namespace detail {
 // An argument as aclnn gets it: a tensor in a private storage format cast to its base format (compat::base_format),
 // anything else as it is.
 inline at::Tensor base_format_arg(const at::Tensor& t) { return compat::base_format(t); }

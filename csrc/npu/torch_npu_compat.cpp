@@ -38,17 +38,20 @@ int64_t base_of(int64_t format) {
   }
 }
 
-}  // namespace
-
-bool private_format(const at::Tensor& t) {
-  if (!t.defined() || !t.device().is_privateuseone()) return false;
+// The tensor's NPU format when it is a private one (FormatHelper::IsOpInputBaseFormat false), else -1.
+int64_t private_format_of(const at::Tensor& t) {
+  if (!t.defined() || !t.device().is_privateuseone()) return -1;
   const int64_t format = at_npu::native::get_npu_format(t);
-  return format != kND && format != kNCHW && format != kNHWC && format != kNCDHW;
+  return format != kND && format != kNCHW && format != kNHWC && format != kNCDHW ? format : -1;
 }
 
+}  // namespace
+
+bool private_format(const at::Tensor& t) { return private_format_of(t) >= 0; }
+
 at::Tensor base_format(const at::Tensor& t) {
-  if (!private_format(t)) return t;
-  return at_npu::native::npu_format_cast(t, base_of(at_npu::native::get_npu_format(t)));
+  const int64_t format = private_format_of(t);
+  return format < 0 ? t : at_npu::native::npu_format_cast(t, base_of(format));
 }
 
 #if NPU_EXT_TORCH_NPU_VERSION >= 207
