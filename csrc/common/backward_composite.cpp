@@ -4,7 +4,7 @@
 // backend key wins over it on that backend: CPU (csrc/cpu), Meta (csrc/meta) and PrivateUse1 (csrc/npu).
 // Autograd of these ops is registered in C++ on the generic Autograd key (csrc/autograd/backward_ops.cpp).
 //
-// Same contract as every other kernel (SPEC.md): the shared checks first (csrc/common/checks.cpp), 16-bit
+// Same contract as every other kernel (docs/operators.md): the shared checks first (csrc/common/checks.cpp), 16-bit
 // inputs computed in fp32 and rounded once, reductions in fp32 (fp64 for fp64), contiguous outputs; a .out
 // overload computes the whole result before writing, so any aliasing of inputs is fine. Reduction order is
 // ATen's on that device. Tests call it on the CPU with OpOverload._op_dk("CompositeExplicitAutograd", ...).

@@ -8,7 +8,7 @@
 // ends (from the validated host offsets) for V1.
 // aclnn checks none of the group_idx values (and reads out of bounds on bad ones), so a host copy of group_idx
 // is validated by the shared group_offsets() before the call. The A2/A3 and Ascend950 kernels zero-fill empty
-// groups (ops-math arch32 unequal_c.h, arch35 cut_h.h / cut_gh.h; ../shared/research/aclnn-audit-2.md D.6), so only
+// groups (ops-math arch32 unequal_c.h, arch35 cut_h.h / cut_gh.h; the second source audit, D.6), so only
 // an empty grad_y gets a zero fill here (aclnn returns early then and leaves `out` untouched).
 #include "npu/npu_common.h"
 

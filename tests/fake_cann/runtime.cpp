@@ -3,7 +3,7 @@
 // definition here has the real prototype. Every other CANN function torch_npu links or looks up is a generated
 // weak stub returning 0 (build.py: symbols.txt), which a definition here overrides.
 //
-// What it models (../shared/research/torch-npu-on-fake-cann.md):
+// What it models (docs/npu.md, "What was verified here"):
 //   * one device (aclrtGetDeviceCount = 1); aclrtGetDevice answers 107002 (ACL_ERROR_RT_CONTEXT_NULL) until a
 //     device is set, as the real runtime does: torch_npu's init sequence branches on it;
 //   * the SoC name from $NPU_FAKE_SOC (default Ascend910B3, an Atlas A2), read by torch_npu once per process;

@@ -5,7 +5,7 @@
 // contiguous and ViewCopy the result into the output).
 //
 // Where a source audit says the real kernel computes something else than PyTorch, the model computes what the
-// kernel computes (../shared/research/aclnn-forward-audit.md):
+// kernel computes (the forward audit, docs/npu.md "The forward ops on the NPU"):
 //   * aclnnGelu is the tanh form, whatever the caller meant (F1: torch_npu 2.13 sends aten::gelu there on an
 //     Atlas A2/A3, `approximate` ignored);
 // The operators the NPU path itself calls for the forward ops (aclnnGeluV2, aclnnPrelu, aclnnLogit,

@@ -1,5 +1,5 @@
 // TEST-ONLY models of the five backward aclnn operators csrc/npu calls (part of the fake libopapi.so), with
-// the published C signatures (see SPEC.md and /work/shared/seeds):
+// the published C signatures (docs/operators.md, "The aclnn calls"):
 //   aclnnStatus aclnnXxxGetWorkspaceSize(<op args>, uint64_t* workspaceSize, aclOpExecutor** executor)
 //   aclnnStatus aclnnXxx(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
 //
@@ -7,8 +7,8 @@
 // elements, dtype code, storage base pointer), so a wrong argument order, dtype code or stride shows up as a
 // wrong result or a non-zero status.
 //
-// The math is an independent implementation written from SPEC.md (it does not call the package's kernels or
-// PyTorch): fp16/bf16 are widened to fp32, computed in fp32 and rounded once (round-to-nearest-even);
+// The math is an independent implementation written from the operator contract (docs/operators.md; it does not
+// call the package's kernels or PyTorch): fp16/bf16 are widened to fp32, computed in fp32 and rounded once (round-to-nearest-even);
 // reductions accumulate in fp32, in a workspace requested from phase 1. Like aclnn, it leaves outputs of
 // reductions over nothing untouched (the NPU path must zero-fill them).
 //

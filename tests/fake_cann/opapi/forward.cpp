@@ -1,7 +1,7 @@
 // TEST-ONLY models of the aclnn operators the forward ops call on the NPU (csrc/npu/{gelu,prelu,logit,
 // scaled_masked_softmax,grouped_bias_add}.cpp), part of the fake libopapi.so. Independent plain C++ through the
 // descriptors, like backward.cpp, computing what the real kernels compute as the third source audit read them
-// (../shared/research/aclnn-forward-audit.md; section numbers below):
+// (CANN's ops-nn / ops-math sources; the section numbers below are the audit's, summed up in docs/npu.md):
 //   * aclnnGeluV2(x, int64 approximate, y) (1.1, 1.5): approximate 1 = tanh, any other value "none"; fp16/bf16/fp32
 //     (bf16 on A2/A3/Ascend950 only, 161002 elsewhere), x and y of one dtype and shape; 16-bit computed in fp32 and
 //     rounded once; "none" is NOT erf: on A2/A3 the TBE polynomial x / (1 + exp(p(x1^2) x1)), x1 = min(x, 5.75),
