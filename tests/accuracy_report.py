@@ -1,6 +1,6 @@
-"""Prints SPEC.md's accuracy metric (mean / max relative error vs the float64 oracle) per op, variant, output
-and dtype, on the sample table's inputs (samples.py): the ordinary domain ("medium", 1M elements) and the
-whole normal range of each dtype (the inputs and tiny bound of test_range.py).
+"""Prints the contract's accuracy metric (docs/operators.md; mean / max relative error vs the float64 oracle) per
+op, variant, output and dtype, on the sample table's inputs (samples.py): the ordinary domain ("medium", 1M
+elements) and the whole normal range of each dtype (the inputs and tiny bound of test_range.py).
 
     .venv/bin/python tests/accuracy_report.py
 """

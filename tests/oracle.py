@@ -1,6 +1,6 @@
-"""Float64 reference implementations of the five operators, written from ../shared/SPEC.md and, where the
-package deliberately follows the NPU kernels instead (docs/operators.md, "Semantics notes": logit_grad with a NaN x,
-prelu_backward's grad_weight), from that table.
+"""Float64 reference implementations of the five operators, written from the operator contract (docs/operators.md,
+"The operators one by one"), including where the package deliberately follows the NPU kernels (its "Semantics
+notes": logit_grad with a NaN x, prelu_backward's grad_weight).
 
 Nothing here shares code with the package under test: plain torch ops in float64 on the CPU. Every function
 takes the operator's inputs (any dtype, any layout) and returns float64 results.
@@ -105,7 +105,7 @@ def logit_grad(x, dy, eps=-1.0):
 
 
 # --------------------------------------------------------------------------------------------------------
-# The accuracy metric of SPEC.md (CANN open-source precision standard).
+# The accuracy metric of the operator contract (docs/operators.md, "Accuracy": the CANN open-source precision standard).
 THRESHOLD = {torch.float32: 2.0**-13, torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7, torch.float64: 2.0**-30}
 # Below this magnitude an output is "tiny": relative error is meaningless there (a rounding of the inputs
 # moves a zero crossing), so those outputs are held to an absolute bound of the same size instead.
@@ -136,7 +136,7 @@ def relative_errors(actual, expected, dtype, small=None):
 
 
 def assert_accurate(actual, expected, dtype, what="", small=None):
-    """SPEC.md's criterion: mean rel err < T, max rel err < 10 T; non-finite outputs must match exactly."""
+    """The contract's criterion: mean rel err < T, max rel err < 10 T; non-finite outputs must match exactly."""
     assert actual.shape == expected.shape, (what, actual.shape, expected.shape)
     a = actual.to(f64)
     e = expected_in(expected, dtype)

@@ -158,30 +158,30 @@ def _prelu_range(dtype, gen, variant="channel"):
     return (g, x, w), {}
 
 
-# prelu_backward where the package follows the Atlas A2/A3 kernel rather than SPEC.md (docs/operators.md,
+# prelu_backward where the package follows the Atlas A2/A3 kernel rather than the plain formula (docs/operators.md,
 # "Semantics notes"), with the results written out: (id, dtype, self, grad_output, weight, grad_input, grad_weight). Values are exact
-# in every dtype used; SPEC.md's grad_weight is in the comment.
+# in every dtype used; the plain formula's grad_weight is in the comment ("plain").
 _INF, _NAN = math.inf, math.nan
 PRELU_DEVICE_CASES = [
-    # an infinite grad_output where x > 0: grad_input inf, grad_weight NaN (SPEC: -1)
+    # an infinite grad_output where x > 0: grad_input inf, grad_weight NaN (plain: -1)
     ("inf_grad_output", torch.float32, [1.0, -1.0], [_INF, 1.0], [0.25], [_INF, 0.25], [_NAN]),
-    # fp16: w g = 90000 overflows when grad_input is stored: grad_weight NaN (SPEC: -300)
+    # fp16: w g = 90000 overflows when grad_input is stored: grad_weight NaN (plain: -300)
     ("fp16_grad_input_overflow", torch.float16, [-1.0], [300.0], [300.0], [_INF], [_NAN]),
-    # x = +inf: its term is 0 inf g = NaN (SPEC: channel 0 sums to 0)
+    # x = +inf: its term is 0 inf g = NaN (plain: channel 0 sums to 0)
     ("x_plus_inf", torch.float32, [[_INF, -1.0], [1.0, -2.0]], [[1.0, 1.0], [1.0, 1.0]], [0.5, 0.5],
      [[1.0, 0.5], [1.0, 0.5]], [_NAN, -3.0]),
-    # a non-finite weight: grad_input (1 + 0 w) g = NaN where x > 0, so its channel's grad_weight NaN (SPEC: g, 0)
+    # a non-finite weight: grad_input (1 + 0 w) g = NaN where x > 0, so its channel's grad_weight NaN (plain: g, 0)
     ("inf_weight", torch.float32, [[1.0, -1.0], [2.0, -2.0]], [[1.0, 1.0], [1.0, 1.0]], [_INF, 0.5],
      [[_NAN, 0.5], [_NAN, 0.5]], [_NAN, -3.0]),
     ("nan_weight", torch.bfloat16, [[-1.0, 3.0], [2.0, -2.0]], [[1.0, 1.0], [1.0, 1.0]], [_NAN, 0.5],
      [[_NAN, 1.0], [_NAN, 0.5]], [_NAN, -2.0]),
     # each term rounded to the dtype before the fp32 sum: -(1 + 2^-7)^2 -> -(1 + 2^-6) in bf16 cancels
-    # (-1)(-(1 + 2^-6)) exactly (SPEC: -2^-14)
+    # (-1)(-(1 + 2^-6)) exactly (plain: -2^-14)
     ("bf16_term_rounding", torch.bfloat16, [-(1 + 2**-7), -1.0], [1 + 2**-7, -(1 + 2**-6)], [1.0],
      [1 + 2**-7, -(1 + 2**-6)], [0.0]),
     ("fp16_term_rounding", torch.float16, [-(1 + 2**-10), -1.0], [1 + 2**-10, -(1 + 2**-9)], [1.0],
-     [1 + 2**-10, -(1 + 2**-9)], [0.0]),  # SPEC: -2^-20
-    # fp16 terms -65536 and +65536 each overflow before the sum: inf - inf (SPEC: 0)
+     [1 + 2**-10, -(1 + 2**-9)], [0.0]),  # plain: -2^-20
+    # fp16 terms -65536 and +65536 each overflow before the sum: inf - inf (plain: 0)
     ("fp16_term_overflow", torch.float16, [-256.0, -256.0], [256.0, -256.0], [2**-10], [0.25, -0.25], [_NAN]),
 ]
 

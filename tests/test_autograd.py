@@ -1,6 +1,6 @@
 """Autograd through the npu_ext operators: gradcheck/gradgradcheck (fp64) of every function and every
 differentiable input, of the backward operators themselves, gradients against native PyTorch in fp32, fp16
-and bf16 (SPEC.md metric, against float64 native references), the nn modules and convert(), autocast.
+and bf16 (the contract's accuracy metric, against float64 native references), the nn modules and convert(), autocast.
 
 Run as a script (``python tests/test_autograd.py``) to print the measured gradient errors per function and
 dtype, next to the error of native PyTorch in the same dtype.
@@ -167,7 +167,7 @@ def test_backward_ops_gradcheck(name, fn, make):
 @pytest.mark.parametrize("used", [0, 1], ids=["grad_input_only", "grad_weight_only"])
 def test_prelu_backward_double_backward_one_output(used):
     """Double backward when only one of prelu_backward's two outputs reaches the loss (the other output's
-    incoming gradient is undefined: it counts as zero), against the float64 oracle of SPEC.md, which is written
+    incoming gradient is undefined: it counts as zero), against the float64 oracle (tests/oracle.py), which is written
     with differentiable PyTorch ops."""
     make = [rand((4, 1), -2, 2), rand((3, 4, 5), -2, 2), rand((4,), -0.5, 0.5)]
     v = torch.randn(make[1].shape if used == 0 else (4,), dtype=f64)

@@ -77,7 +77,7 @@ def ref_gelu(x, approximate):
 def test_gelu_whole_normal_range(dtype, approximate):
     """The forward gelu over the whole normal range of x (every binade, both signs: x / 2 for tiny x, x for large
     x) and over its left tail, where the output sweeps down through every normal binade: every normal output
-    within SPEC.md's relative bounds, also per output binade (as tests/test_range.py holds the backward ops)."""
+    within the contract's relative bounds, also per output binade (as tests/test_range.py holds the backward ops)."""
     (_, x), _ = samples.OPS["gelu_backward_v2"].range_make(dtype, samples.generator(11), approximate)
     x = torch.cat([x, x.new_tensor([float("inf"), -float("inf"), float("nan"), 0.0, -0.0])])
     assert_accurate_per_binade(torch_ext.gelu(x, approximate), ref_gelu(x, approximate), dtype, f"gelu {approximate}",

@@ -227,7 +227,7 @@ def test_fused_softmax_matches_megatron_torch_path(patched, mask_name, dtype, so
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_fused_softmax_accuracy(patched, dtype):
-    """Against float64, by the SPEC metric (the reference path above rounds in its own way)."""
+    """Against float64, by the contract's metric (the reference path above rounds in its own way)."""
     mask_type, mask, _ = MASKS["padding"]
     x = (torch.randn(B, NP, SQ, SK) * 3).to(dtype)
     y = softmax_module(dtype, mask_type, True, True, 0.5)(x, mask)
@@ -302,7 +302,7 @@ def test_bias_gelu_matches_megatron(patched, dtype):
     y_ref = eager(ORIGINALS["bias_gelu_impl"], *ref, grad=dy.to(f64))
     y_ours = tm._bias_gelu(x, b)
     # Megatron's original in fp16/bf16 rounds every intermediate; ours computes in fp32 and rounds once. So: ours
-    # is accurate (SPEC metric against float64), and nowhere farther from float64 than Megatron's own result,
+    # is accurate (the contract's metric against float64), and nowhere farther from float64 than Megatron's own result,
     # beyond a few ulps.
     for what, a, c, r in [("y", y_ours, y_theirs, y_ref), ("d input", ours[0].grad, theirs[0].grad, ref[0].grad),
                           ("d bias", ours[1].grad, theirs[1].grad, ref[1].grad)]:

@@ -2,9 +2,9 @@
 
 * The five torch_ext functions (and the four modules, and ``torch_ext.nn.convert`` with an optimizer step) on npu
   tensors in fp32, fp16 and bf16, forward and backward through autograd: values and gradients against float64
-  oracles (SPEC.md metric), against the same calls on the CPU (bitwise where both compute the same IEEE operations
-  in the same order, else within CPU_EPS epsilons of the tensor's scale, each case saying why), and double backward
-  in fp32 against float64 native PyTorch; the aclnn backward operators seen to run.
+  oracles (the contract's accuracy metric), against the same calls on the CPU (bitwise where both compute the same
+  IEEE operations in the same order, else within CPU_EPS epsilons of the tensor's scale, each case saying why), and
+  double backward in fp32 against float64 native PyTorch; the aclnn backward operators seen to run.
 * F1: ``torch_ext.gelu(x_npu)`` (approximate="none") is erf-GELU, never aclnnGelu's tanh form.
 * ``torch_ext.megatron.patch()`` on npu tensors: FusedScaleMaskSoftmax, bias_gelu_impl and
   TEGroupedMLP._apply_bias against Megatron's own (unpatched) torch path on the CPU (tests/test_megatron.py's
@@ -203,7 +203,7 @@ CASE_IDS = [c.name for c in CASES]
 # npu against the CPU where not bitwise: |npu - cpu| <= CPU_EPS epsilons of the dtype times the tensor's scale (its
 # largest magnitude; for prelu's grad_weight, a sum, the sum of its terms' magnitudes). Measured at most 1.6
 # epsilons. Elementwise the two differ more where cancellation magnifies a last-place difference (GELU's left tail
-# in 0.5 (1 + erf), the softmax gradient's g - sum(g y)): both are held elementwise to the SPEC metric against
+# in 0.5 (1 + erf), the softmax gradient's g - sum(g y)): both are held elementwise to the contract's metric against
 # float64 instead.
 CPU_EPS = 4
 _MANT = {torch.float32: 23, torch.float16: 10, torch.bfloat16: 7}
@@ -276,7 +276,7 @@ def test_function_forward_backward(case, dtype):
     ref = expected(case, tensors, extras, g, on_npu[0])
     for i, (a, c, r) in enumerate(zip(on_npu, on_cpu, ref)):
         what = f"{case.name} {'output' if i == 0 else f'grad of input {i - 1}'}"
-        # the SPEC metric against float64, in the dtype of the input (router probabilities: fp32 in, fp32 out,
+        # the contract's metric against float64, in the dtype of the input (router probabilities: fp32 in, fp32 out,
         # held to the activations' dtype as tests/test_autograd.py does)
         assert_accurate(a, r, dtype, what)
         if i in case.bitwise:
@@ -564,7 +564,7 @@ def test_megatron_fused_softmax(patched, mask_name, softmax_in_fp32, scale, dtyp
     assert not y[full].any() and not gx[full].any()  # fused-kernel convention: 0, zero gradient
     torch.testing.assert_close(y[~full], yr.detach()[~full], **tmeg.TOL[dtype])
     torch.testing.assert_close(gx, xr.grad, **tmeg.TOL[dtype])
-    # and against float64 by the SPEC metric
+    # and against float64 by the contract's metric
     s = 1.0 if scale is None else scale
     m = torch.zeros((), dtype=torch.bool) if ref_mask is None else ref_mask
     ref = torch.softmax((x.double() * s).masked_fill(m, -10000.0), -1).masked_fill(full, 0)

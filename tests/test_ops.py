@@ -1,4 +1,5 @@
-"""The five operators on CPU against the float64 oracle of SPEC.md: every dtype, layout and edge case."""
+"""The five operators on CPU against the float64 oracle of the operator contract (docs/operators.md): every dtype,
+layout and edge case."""
 
 import math
 
@@ -342,7 +343,7 @@ def test_scaled_masked_softmax_backward_masked_rows_and_nonfinite():
     assert torch.all(out[mask] == 0)
     assert torch.equal(out[0, 0, 1], torch.zeros(8))
     expected = oracle.scaled_masked_softmax_backward(g, y, mask, 1.0)
-    # the NaN at a masked position still enters its row sum (SPEC: the sum runs over the whole row)
+    # the NaN at a masked position still enters its row sum (the contract: the sum runs over the whole row)
     assert torch.isnan(out[0, 1, 3][~mask[0, 1, 3]]).all()
     assert_accurate(out, expected, torch.float32)
 

@@ -121,7 +121,7 @@ def bits_equal(a, b):
 @SETTINGS
 @given(data=st.data())
 def test_random_inputs_match_oracle(name, impl, data):
-    """Any shape, broadcast, dtype mix, layout and special value: the float64 oracle's answer (SPEC metric),
+    """Any shape, broadcast, dtype mix, layout and special value: the float64 oracle's answer (the contract's metric),
     with the Meta kernel's shape and dtype, in a contiguous output; inputs are never written."""
     info = OPS[name]
     _, args, kwargs = draw_problem(data, name)
@@ -295,12 +295,12 @@ def test_mixed_devices(name, overload, data):
 @given(data=st.data())
 def test_autograd_functions_against_float64(name, data):
     """The torch_ext training function's gradients (computed by the backward op) against native PyTorch's in
-    float64 on the same inputs, SPEC metric in the input dtype."""
+    float64 on the same inputs, the contract's metric in the input dtype."""
     info = OPS[name]
     pick = Picker(data)
     variant = pick.choice(info.variants)
     # scaled_masked_softmax's gradient goes through the forward output y rounded to the input dtype (the
-    # operator's interface, as on the NPU): in fp16/bf16 that rounding alone can exceed SPEC's bound against
+    # operator's interface, as on the NPU): in fp16/bf16 that rounding alone can exceed the contract's bound against
     # a float64 gradient (docs/training.md), so its 16-bit gradients are held by test_autograd.py's fixed cases
     # and the backward op's own oracle tests instead.
     low = [] if name == "scaled_masked_softmax_backward" else [torch.float16, torch.bfloat16]

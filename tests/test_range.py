@@ -1,6 +1,6 @@
-"""SPEC.md's accuracy metric over the whole normal range of each dtype (not only around 0), per op, variant
-and dtype, from the sample table (samples.OPS[...].range_make): inputs m * 2^e with e spread uniformly over
-every normal exponent of the dtype.
+"""The contract's accuracy metric (docs/operators.md) over the whole normal range of each dtype (not only around
+0), per op, variant and dtype, from the sample table (samples.OPS[...].range_make): inputs m * 2^e with e spread
+uniformly over every normal exponent of the dtype.
 
 "Non-tiny" here means normal: every output of magnitude >= torch.finfo(dtype).tiny is held to the relative
 bounds (mean < T, max < 10 T); outputs below it to an absolute error below it. The mean bound is also held
@@ -36,7 +36,7 @@ def range_rows(sample, run=None):
 
 
 def check_range(sample, run=None):
-    """SPEC's metric with every normal output non-tiny, and the mean bound per output binade."""
+    """The contract's metric with every normal output non-tiny, and the mean bound per output binade."""
     for label, a, e, small in range_rows(sample, run):
         assert_accurate_per_binade(a, e, sample.dtype, label, small=small)
 
