@@ -189,6 +189,22 @@ class TestVersionMismatch(expecttest.TestCase):
         self.assertExpectedInline(err, """\
 ImportError: torch_ext._C (TMP/torch_ext/_C.SO) has no build record: TMP/torch_ext/_C.versions.json is missing. torch_ext's setup.py writes it beside every module it compiles (pip install, pip install -e, setup.py build_ext), so this one was built by other means or copied without it, and the torch it was compiled for is unknown. Rebuild torch_ext here (pip install --no-build-isolation --no-deps <torch_ext source>).""")  # noqa: B950
 
+    def test_sources_without_their_build_shadow_the_installed_package(self):
+        """Python run from a checkout that was not built in place imports its sources (sys.path[0]): a message
+        saying so and naming the installed package, instead of a partial-import error about _C."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copytree(PACKAGE, os.path.join(tmp, "torch_ext"),
+                            ignore=shutil.ignore_patterns("__pycache__", "_C*.so", "*.versions.json"))
+            env = _clean_env(PYTHONPATH=os.path.dirname(PACKAGE))  # an installed torch_ext further down the path
+            r = subprocess.run([sys.executable, "-c", THIS_COPY_ONLY + "import torch_ext"], capture_output=True,
+                               text=True, env=env, cwd=tmp)
+            err = _last_line(r.stderr).replace(tmp, "TMP").replace(PACKAGE, "INSTALLED")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertExpectedInline(err, """\
+ImportError: torch_ext: TMP/torch_ext holds torch_ext's sources without its compiled module (torch_ext._C): this is a source directory, imported ahead of the installed torch_ext in INSTALLED because Python runs from TMP (the current directory, or the script's). Run from another directory (cd ~), or build the sources in place (pip install --no-build-isolation --no-deps -e .).""")  # noqa: B950
+
     def test_record_without_the_abi(self):
         """A record written before the ABI was recorded (torch_ext 0.5.0) does not identify the build."""
         import tempfile

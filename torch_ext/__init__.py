@@ -24,6 +24,7 @@ from . import _compat, _npu
 
 # An ImportError naming what the modules were built against and what runs, never an undefined symbol or a crash
 # at load: a module without its record, another torch, another C++ ABI (torch_npu alone: _npu.load() below).
+_compat.check_compiled_here()  # the sources of a checkout that was not built in place: say so
 try:
     _compat.check_built_against(["torch_ext._C"] + (["torch_ext._C_npu"] if _npu.wanted() else []))
 except ImportError:

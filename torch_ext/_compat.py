@@ -22,6 +22,7 @@ every route that compiles it (pip install, pip install -e, setup.py build_ext [-
 import json
 import os
 import re
+import sys
 
 import torch
 
@@ -86,6 +87,27 @@ def module_file(module):
     except (ImportError, ValueError):
         return None
     return spec.origin if spec is not None and spec.has_location and spec.origin else None
+
+
+def check_compiled_here():
+    """Raises ImportError when this package directory holds no compiled torch_ext._C and no build record: the source
+    directory of a checkout that was never built in place, imported because Python runs from it (or from its parent).
+    Names the installed torch_ext it shadows, if one is on sys.path, instead of a partial-import error."""
+    import importlib.machinery
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    if module_file("torch_ext._C") is not None or os.path.exists(os.path.join(here, "_C.versions.json")):
+        return
+    parent = os.path.dirname(here)
+    others = [p for p in sys.path if os.path.abspath(p or os.getcwd()) != parent]
+    spec = importlib.machinery.PathFinder.find_spec("torch_ext", others)
+    installed = (f"the installed torch_ext in {os.path.dirname(spec.origin)}" if spec is not None and spec.origin
+                 else "an installed torch_ext")
+    raise ImportError(
+        f"torch_ext: {here} holds torch_ext's sources without its compiled module (torch_ext._C): this is a source "
+        f"directory, imported ahead of {installed} because Python runs from {parent} (the current directory, or the "
+        f"script's). Run from another directory (cd ~), or build the sources in place "
+        "(pip install --no-build-isolation --no-deps -e .).")
 
 
 def record_path(module):
