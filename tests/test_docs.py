@@ -497,3 +497,33 @@ def test_config_md_marks_third_party_variables():
     for name in sorted(set(re.findall(r"`([A-Z][A-Z0-9]*_[A-Z0-9_]+)(?:=[^`]*)?`", text)) - listed):
         bad.append(f"config.md: `{name}` is named but not in a table with its owner")
     assert not bad, "\n".join(bad)
+
+
+def version_story(changelog, readme, version):
+    """What disagrees between the package's version, CHANGELOG's newest heading and README's sentence ([] if none)."""
+    problems = []
+    newest = re.search(r"^## (\S+)", changelog, re.MULTILINE)
+    if newest is None or newest.group(1) != version:
+        problems.append(f"CHANGELOG's newest heading is {newest and newest.group(1)!r}, the package is {version!r}")
+    if ".dev" in version:
+        release = version.split(".dev")[0]
+        if re.search(rf"^## {re.escape(release)} ", changelog, re.MULTILINE):
+            problems.append(f"{version} is a development version of {release}, which CHANGELOG says is released")
+    if f"version {version}" not in readme.replace("\n", " "):
+        problems.append(f"README does not say 'version {version}'")
+    return problems
+
+
+def test_version_story_checker():
+    log = "# Changelog\n\n## 0.6.0.dev0 (in development)\n\n## 0.5.0 (2026-11-28)\n"
+    assert version_story(log, "the development version 0.6.0.dev0, after", "0.6.0.dev0") == []
+    assert version_story(log, "version 0.5.0", "0.5.0")[0].startswith("CHANGELOG's newest heading")
+    assert len(version_story(log.replace("0.5.0 (", "0.6.0 ("), "version 0.6.0.dev0", "0.6.0.dev0")) == 1
+    assert version_story(log, "Version 0.5.0", "0.6.0.dev0") == ["README does not say 'version 0.6.0.dev0'"]
+
+
+def test_one_version_in_the_package_changelog_and_readme():
+    import torch_ext
+
+    assert version_story((ROOT / "CHANGELOG.md").read_text(encoding="utf-8"),
+                         (ROOT / "README.md").read_text(encoding="utf-8"), torch_ext.__version__) == []
