@@ -6,8 +6,9 @@ from the same weights: one runs the plain-PyTorch modules/functions, the other i
 ``torch_ext.nn.convert(model)`` plus ``use_torch_ext=True`` (the one-line change a training script needs).
 Both train with the same data and optimizer; the losses must agree at every step (exit status 1 otherwise).
 
-    python examples/train_tiny.py --steps 200            # fp32 on CPU
+    python examples/train_tiny.py --steps 200            # fp32 on the CPU
     python examples/train_tiny.py --steps 50 --compile   # the torch_ext model under torch.compile
+    python examples/train_tiny.py --steps 50 --device npu   # both models on an Ascend NPU (torch_npu)
 """
 
 import argparse
@@ -104,10 +105,14 @@ def main(argv=None):
     ap.add_argument("--rtol", type=float, default=1e-4, help="allowed relative loss difference per step")
     ap.add_argument("--compile", action="store_true", help="run the torch_ext model under torch.compile")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", choices=["cpu", "npu"], default="cpu",
+                    help="where both models train (npu: torch_npu and torch_ext's NPU kernels)")
     args = ap.parse_args(argv)
+    if args.device == "npu" and not torch_ext._npu.LOADED:
+        ap.error(f"--device npu: torch_ext's NPU kernels are not loaded ({torch_ext._npu.why_not_loaded()})")
 
     torch.manual_seed(args.seed)
-    reference = TinyBlock()
+    reference = TinyBlock().to(args.device)
     model = copy.deepcopy(reference)
     torch_ext.nn.convert(model)  # nn.GELU / nn.PReLU -> torch_ext.nn.GELU / PReLU, same parameters
     model.use_torch_ext = True  # the other three functions
@@ -115,7 +120,7 @@ def main(argv=None):
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
     run = torch.compile(model) if args.compile else model
 
-    tokens, labels = make_data(args.steps, args.batch, args.seq, 64, args.seed)
+    tokens, labels = (t.to(args.device) for t in make_data(args.steps, args.batch, args.seq, 64, args.seed))
     start, worst = time.time(), 0.0
     for step in range(args.steps):
         losses = []
@@ -132,7 +137,7 @@ def main(argv=None):
                              f"relative difference {rel:.3e} > {args.rtol:.1e}\n")
             return 1
         progress(step + 1, args.steps, losses[0], start)
-    print(f"OK: {args.steps} steps, final loss {losses[0]:.4f} (PyTorch {losses[1]:.4f}), "
+    print(f"OK: {args.steps} steps on {args.device}, final loss {losses[0]:.4f} (PyTorch {losses[1]:.4f}), "
           f"max relative loss difference {worst:.2e}")
     return 0
 
