@@ -23,74 +23,10 @@
 #include <functional>
 #include <string>
 
-#include "aten_dtypes.h"
-#include "fake_opapi.h"
+#include "aten_ops.h"
 
 namespace fake {
 namespace {
-
-at::ScalarType scalar_type(int32_t acl) {
-  const auto st = aten_type(acl);
-  if (!st) throw std::runtime_error("fake opapi: unsupported aclDataType " + std::to_string(acl));
-  return *st;
-}
-
-// The CPU view of a descriptor (no copy).
-at::Tensor T(const aclTensor* t) {
-  const at::ScalarType st = scalar_type(t->dtype);
-  char* base = static_cast<char*>(t->data) + t->offset * static_cast<int64_t>(c10::elementSize(st));
-  return at::from_blob(base, t->sizes, t->strides, at::TensorOptions().dtype(st).device(at::kCPU));
-}
-
-at::Tensor T(const aclTensor* t, bool optional) { return optional && t == nullptr ? at::Tensor() : T(t); }
-
-at::Scalar S(const aclScalar* s) {
-  double d;
-  int64_t i;
-  bool b;
-  switch (s->dtype) {
-    case 11: std::memcpy(&d, s->value, 8); return d;
-    case 0: { float f; std::memcpy(&f, s->value, 4); return static_cast<double>(f); }
-    case 9: std::memcpy(&i, s->value, 8); return i;
-    case 3: { int32_t v; std::memcpy(&v, s->value, 4); return static_cast<int64_t>(v); }
-    case 12: std::memcpy(&b, s->value, 1); return b;
-    case 17: { double c[2]; std::memcpy(c, s->value, 16); return c10::complex<double>(c[0], c[1]); }
-    default: throw std::runtime_error("fake opapi: unsupported aclScalar dtype " + std::to_string(s->dtype));
-  }
-}
-
-at::IntArrayRef A(const aclIntArray* a) { return a == nullptr ? at::IntArrayRef() : at::IntArrayRef(a->values); }
-
-// Writes `value` into the output through its view.
-void W(const aclTensor* out, const at::Tensor& value) { T(out).copy_(value); }
-
-struct FnExec : Executor {
-  std::string name;
-  std::function<void()> fn;
-  int run(void*) override {
-    try {
-      fn();
-      return kSuccess;
-    } catch (const std::exception& e) {
-      return reject(kInner, name + ": " + e.what());
-    }
-  }
-};
-
-int queue(const char* name, std::function<void()> fn, uint64_t* workspace_size, aclOpExecutor** executor) {
-  count(std::string(name) + "GetWorkspaceSize");
-  if (workspace_size == nullptr || executor == nullptr) return kNullptr;
-  auto* e = new FnExec;
-  e->name = name;
-  e->fn = std::move(fn);
-  return finish_phase1(e, workspace_size, executor);
-}
-
-std::vector<at::Tensor> tensor_list(const aclTensorList* list) {
-  std::vector<at::Tensor> out;
-  for (const aclTensor* t : list->tensors) out.push_back(T(t));
-  return out;
-}
 
 // op-plugin's index list for aclnnIndex and aclnnIndexPutImpl: a dimension without an index comes as an empty
 // tensor of self's (floating) dtype, an index as an integer or bool tensor.
@@ -164,21 +100,34 @@ int nonzero_phase1(const char* api, bool transpose, const aclTensor* self, aclTe
   }, workspaceSize, executor);
 }
 
+// aclnnMaskedSelect (self, mask, out): a data-dependent output shape, as aclnnNonzero. op-plugin
+// (op_plugin/ops/opapi/MaskedSelectKernelNpuOpApi.cpp) allocates out contiguous at the broadcast numel of self and
+// mask, launches synchronously and resizes out to the shape read back with aclGetViewShape; the kernel writes the
+// selected elements (self and mask broadcast, row-major order) compactly and sets out's view shape to [count].
+// torch_npu takes it for aten::masked_select, which printing an npu tensor reaches (its float formatter).
+int masked_select_phase1(const aclTensor* self, const aclTensor* mask, aclTensor* out, uint64_t* workspaceSize,
+                         aclOpExecutor** executor) {
+  if (self == nullptr || mask == nullptr || out == nullptr) {
+    count("aclnnMaskedSelectGetWorkspaceSize");
+    return reject(kNullptr, "aclnnMaskedSelect: self, mask or out is a null pointer.");
+  }
+  if ((mask->dtype != BOOL && mask->dtype != 4 /* uint8 */) || out->dtype != self->dtype) {
+    count("aclnnMaskedSelectGetWorkspaceSize");
+    return reject(kInvalid, "aclnnMaskedSelect: mask must be bool or uint8 and out of self's dtype.");
+  }
+  return queue("aclnnMaskedSelect", [=]() {
+    const at::Tensor y = at::masked_select(T(self), T(mask));
+    if (y.numel() > numel(out)) throw std::runtime_error("out holds fewer elements than selected");
+    out->sizes = {y.numel()};
+    out->strides = {1};
+    W(out, y);
+  }, workspaceSize, executor);
+}
+
 }  // namespace
 }  // namespace fake
 
 using namespace fake;
-
-// One aclnn operator: its phase 1 records the descriptors and queues `body`, its phase 2 runs it.
-#define FAKE_OP(NAME, PARAMS, ...)                                                                       \
-  int aclnn##NAME##GetWorkspaceSize PARAMS {                                                              \
-    return queue("aclnn" #NAME, [=]() { __VA_ARGS__; }, workspaceSize, executor);                        \
-  }                                                                                                       \
-  int aclnn##NAME(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void*) {             \
-    return phase2("aclnn" #NAME, workspace, workspaceSize, executor);                                     \
-  }
-
-#define WS uint64_t *workspaceSize, aclOpExecutor **executor
 
 extern "C" {
 
@@ -248,6 +197,8 @@ FAKE_OP(Log, (const aclTensor* self, aclTensor* out, WS), W(out, at::log(T(self)
 FAKE_OP(Sqrt, (const aclTensor* self, aclTensor* out, WS), W(out, at::sqrt(T(self))))
 FAKE_OP(Rsqrt, (const aclTensor* self, aclTensor* out, WS), W(out, at::rsqrt(T(self))))
 FAKE_OP(Tanh, (const aclTensor* self, aclTensor* out, WS), W(out, at::tanh(T(self))))
+FAKE_OP(Ceil, (const aclTensor* self, aclTensor* out, WS), W(out, at::ceil(T(self))))
+FAKE_OP(Floor, (const aclTensor* self, aclTensor* out, WS), W(out, at::floor(T(self))))
 FAKE_OP(Erf, (const aclTensor* self, aclTensor* out, WS), W(out, at::erf(T(self))))
 FAKE_OP(Erfc, (const aclTensor* self, aclTensor* out, WS), W(out, at::erfc(T(self))))
 FAKE_OP(Sigmoid, (const aclTensor* self, aclTensor* out, WS), W(out, at::sigmoid(T(self))))
@@ -276,6 +227,8 @@ FAKE_OP(LogicalAnd, (const aclTensor* self, const aclTensor* other, aclTensor* o
         W(out, at::logical_and(T(self), T(other))))
 FAKE_OP(InplaceLogicalAnd, (aclTensor* self, const aclTensor* other, WS), T(self).logical_and_(T(other)))
 FAKE_OP(LogicalNot, (const aclTensor* self, aclTensor* out, WS), W(out, at::logical_not(T(self))))
+FAKE_OP(BitwiseAndScalar, (const aclTensor* self, const aclScalar* other, aclTensor* out, WS),
+        W(out, at::bitwise_and(T(self), S(other))))
 FAKE_OP(BitwiseAndTensor, (const aclTensor* self, const aclTensor* other, aclTensor* out, WS),
         W(out, at::bitwise_and(T(self), T(other))))
 FAKE_OP(SWhere, (const aclTensor* cond, const aclTensor* self, const aclTensor* other, aclTensor* out, WS),
@@ -336,6 +289,13 @@ int aclnnNonzeroV2GetWorkspaceSize(const aclTensor* self, aclTensor* out, WS) {
 }
 int aclnnNonzeroV2(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void*) {
   return phase2("aclnnNonzeroV2", workspace, workspaceSize, executor);
+}
+
+int aclnnMaskedSelectGetWorkspaceSize(const aclTensor* self, const aclTensor* mask, aclTensor* out, WS) {
+  return fake::masked_select_phase1(self, mask, out, workspaceSize, executor);
+}
+int aclnnMaskedSelect(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void*) {
+  return phase2("aclnnMaskedSelect", workspace, workspaceSize, executor);
 }
 
 FAKE_OP(Cat, (const aclTensorList* tensors, int64_t dim, aclTensor* out, WS),
