@@ -18,7 +18,7 @@ PIP := $(PY) -m pip
 SOURCES := setup.py torch_ext/releases.json $(shell find csrc torch_ext -name '*.cpp' -o -name '*.h' -o -name '*.py' \
 	2>/dev/null)
 
-.PHONY: all venv build test bench bench-full clean npu-check test-npu npu-build test-asan test-aarch64 build-aarch64 \
+.PHONY: all venv build test test-docs bench bench-full clean npu-check test-npu npu-build test-asan test-aarch64 build-aarch64 \
 	test-versions test-mindspeed
 
 # Compiles go through ccache when it is there (Debian's package; `make venv` installs it when run as root):
@@ -72,6 +72,14 @@ test: build
 	  ATEN_CPU_CAPABILITY=$$cap $(PY) -m pytest tests -q -n $(TEST_WORKERS) || exit 1; \
 	done
 	$(MAKE) test-npu TORCH_NPU=$(DEFAULT_TORCH_NPU)
+
+# The documentation's code blocks, as a reader runs them (tests/docs/test_pages.py; docs/testing.md): those of the CPU
+# sandbox, then those of the default torch_npu's runtime over the fake CANN, each in a scratch venv over .venv's (or
+# .venv-npu's) packages and a copy of the tree under build/docs; the MindSpeed runtime's run in make test-mindspeed.
+test-docs: build $(NPU_VENV)/.stamp-venv
+	for rt in cpu npu; do \
+	  NPU_EXT_DOCS_RUNTIME=$$rt $(PY) -m pytest -q -p no:cacheprovider tests/docs || exit 1; \
+	done
 
 # make bench BENCH_ARGS=--variants: once per kernel variant the CPU has (see docs/performance.md).
 bench: build

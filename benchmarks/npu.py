@@ -204,6 +204,7 @@ def counts_table(rows):
 
 def main(args, mode_name, mode, out_dir):
     dev = "npu"
+    os.makedirs(out_dir, exist_ok=True)  # the counts are written even where no timed record is (report.write_all's)
     counters = FakeCannCounters.get()
     if counters is not None:
         log(f"NPU benchmark on the FAKE CANN (SoC {torch.npu.get_device_name()}): the times below are the host's times "

@@ -8,6 +8,9 @@ sys.path.insert(0, os.path.dirname(__file__))  # tests/oracle.py and tests/helpe
 
 import torch_ext  # noqa: E402,F401  (registers torch.ops.npu_ext)
 
+# tests/docs runs the documentation's code blocks, one runtime per run (make test-docs sets NPU_EXT_DOCS_RUNTIME).
+collect_ignore = [] if os.environ.get("NPU_EXT_DOCS_RUNTIME") else ["docs"]
+
 if os.environ.get("NPU_EXT_EXPECT_SANITIZED") == "1":  # make test-asan: the sanitizer build, not the normal one
     assert os.sep + os.path.join("build", "asan", "lib") in torch_ext._C.__file__, torch_ext._C.__file__
 

@@ -245,6 +245,20 @@ def test_benchmark_npu_mode_end_to_end(tmp_path):
     assert peak["native"] < 2**20 < peak["composite"], peak  # native: the allocator's rounding only
 
 
+def test_benchmark_npu_mode_at_the_default_soc_makes_its_results_directory(tmp_path):
+    """At the fake's default SoC (an Atlas A2, where the times are skipped) the suite still writes its launch counts,
+    into a results directory it makes (a fresh checkout has none: docs/check-on-npu.md's step 5 stopped there)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = tmp_path / "fresh" / "results"
+    env = {k: v for k, v in os.environ.items() if k != "NPU_FAKE_SOC"}
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.run", "--quick", "--out", str(out)], cwd=tmp_path,
+                          env=dict(env, PYTHONPATH=os.pathsep.join([os.environ["PYTHONPATH"], root])),
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "times skipped" in proc.stdout + proc.stderr
+    assert json.load(open(out / "npu-quick-counts.json"))["counts"]
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=str)
 @pytest.mark.parametrize("group_idx_type,index_dtype", [(0, torch.int32), (0, torch.int64), (1, torch.int32),
                                                         (1, torch.int64)])
