@@ -153,7 +153,7 @@ test-versions: venv
 
 # The real MindSpeed pairs (the release table's mindspeed), each in its own venv (build/mindspeed/<branch>): the pair's
 # Python, torch and torch_npu on the fake CANN, Megatron-LM's megatron/ on PYTHONPATH and MindSpeed installed
-# as its guide says (both unpacked from ../shared/thirdparty/ or $NPU_EXT_THIRDPARTY), the package installed with
+# as its guide says (both unpacked from the archives in $NPU_EXT_THIRDPARTY), the package installed with
 # README's command; tests/test_mindspeed.py there (docs/megatron.md#mindspeed). MINDSPEED=<branch> runs one pair.
 # The first pair also builds the cluster wheel, which the second installs without compiling (docs/install.md).
 MINDSPEED ?=

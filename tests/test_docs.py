@@ -183,7 +183,7 @@ def test_every_docs_page_is_reachable_and_links_back():
 # A repository path is a backticked token that starts with one of the repository's top-level directories below (or
 # is one of its top-level files); it must exist. Globs (`tests/test_npu_*.py`) must match something; `<...>`
 # placeholders match any one path component, `{a,b}` expands; `::test` node ids are checked for their file. Anything
-# else in backticks (paths outside the repository such as `../shared/...`, generated ones under `build/`, `.venv` or
+# else in backticks (paths outside the repository such as `../elsewhere/...`, generated ones under `build/`, `.venv` or
 # `benchmarks/results/`, a user's files) is not a repository path and is not checked. CHANGELOG.md is history: it
 # may name what is gone.
 _TOP_DIRS = ("csrc/", "torch_ext/", "tests/", "tools/", "benchmarks/", "docs/", "examples/", ".ci/")
@@ -257,7 +257,7 @@ def test_checkers_find_unknown_targets_and_missing_paths(tmp_path):
     (tmp_path / "tests" / "test_a.py").write_text("")
     page = tmp_path / "page.md"
     page.write_text("Run `make test` or `make nothing`; see `tests/test_a.py::test_x`, `tests/test_*.py`,\n"
-                    "`tests/missing.py`, `tests/<name>.py`, `../shared/SPEC.md`, `build/npu/lib`, `tests/test_{a,b}.py`.\n"
+                    "`tests/missing.py`, `tests/<name>.py`, `../elsewhere/X.md`, `build/npu/lib`, `tests/test_{a,b}.py`.\n"
                     "```bash\nmake bench BENCH_ARGS=--variants   # and tests/also_missing.py\n```\n", encoding="utf-8")
     assert unknown_make_targets(page, {"test", "bench"}) == ["page.md:1: make nothing"]
     assert missing_paths(page, tmp_path) == ["page.md:2: tests/missing.py", "page.md:2: tests/test_b.py",
@@ -527,3 +527,34 @@ def test_one_version_in_the_package_changelog_and_readme():
 
     assert version_story((ROOT / "CHANGELOG.md").read_text(encoding="utf-8"),
                          (ROOT / "README.md").read_text(encoding="utf-8"), torch_ext.__version__) == []
+
+
+# A path outside the repository (a clone holds none of it) or of a development machine. The one exception: CI has no
+# network, so .ci/run points the MindSpeed stage at the archives beside its clone.
+_OUTSIDE = re.compile(r"\.\./shared|/work/|/root/|/home/\w")
+_OUTSIDE_ALLOWED = {(".ci/run", 'export NPU_EXT_THIRDPARTY="${NPU_EXT_THIRDPARTY:-$PWD/../shared/thirdparty}"')}
+
+
+def outside_references(files, root=ROOT):
+    found = []
+    for name in files:
+        try:
+            text = (root / name).read_text(encoding="utf-8")
+        except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError):
+            continue
+        for i, line in enumerate(text.splitlines(), 1):
+            if _OUTSIDE.search(line) and (name, line.strip()) not in _OUTSIDE_ALLOWED:
+                found.append(f"{name}:{i}")
+    return found
+
+
+def test_outside_reference_checker(tmp_path):
+    (tmp_path / "a.md").write_text("see ../shared/SPEC.md\nfine\n/work/main/x\n")
+    (tmp_path / "b.py").write_text("x = 1\n")
+    assert outside_references(["a.md", "b.py"], tmp_path) == ["a.md:1", "a.md:3"]
+
+
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="needs the git checkout (the file list)")
+def test_no_file_points_outside_the_repository():
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    assert outside_references([f for f in files if f != "tests/test_docs.py"]) == []

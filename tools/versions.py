@@ -25,7 +25,7 @@ A MindSpeed pair (MINDSPEED; make test-mindspeed) runs the same steps for its to
 build/mindspeed/<branch>/venv, set up as MindSpeed's install guide says: Megatron-LM's `megatron/` on PYTHONPATH
 (unpacked from its archive into build/mindspeed/<branch>/megatron-lm; no megatron-core wheel in that venv) and
 MindSpeed (unpacked into build/mindspeed/<branch>/mindspeed) installed with `pip install --no-deps -e` plus the
-packages its import needs (MINDSPEED_PIP). The archives are ../shared/thirdparty/'s, or $NPU_EXT_THIRDPARTY's;
+packages its import needs (MINDSPEED_PIP). The archives are $NPU_EXT_THIRDPARTY's (default build/thirdparty);
 nothing of them enters the repository. The tests are tests/test_mindspeed.py, with NPU_EXT_MINDSPEED naming the
 pair (a skip is a failure there too). Two pairs of one runtime test the cluster wheel (docs/install.md): the first
 also builds it (pip wheel --no-build-isolation --no-deps .) into build/mindspeed/wheel, the second installs that
@@ -89,7 +89,7 @@ def venv_packages(release):
 
 # The real MindSpeed pairs: branch -> its entry of the table's mindspeed list (its archive, Megatron-LM's archive,
 # the torch_npu release of a row it runs on, the Python of its venv: MindSpeed's pairing, whatever the row uses,
-# further packages). ../shared/thirdparty/SOURCES.txt names the repositories and commits.
+# further packages). The release table names each archive's repository and commit.
 MINDSPEED = {p["branch"]: p for p in TABLE["mindspeed"]}
 # What `import mindspeed.megatron_adaptor` and Megatron-LM's training modules import beyond torch and torch_npu
 # (MindSpeed's requirements.txt lists far more: test tools, transformers, scikit-learn, ...).
@@ -262,8 +262,22 @@ def run(release, tests, workers):
 
 
 def thirdparty():
-    """The directory of the MindSpeed and Megatron-LM archives: $NPU_EXT_THIRDPARTY, else ../shared/thirdparty."""
-    return os.environ.get("NPU_EXT_THIRDPARTY") or os.path.join(os.path.dirname(ROOT), "shared", "thirdparty")
+    """The directory of the MindSpeed and Megatron-LM archives: $NPU_EXT_THIRDPARTY, else build/thirdparty."""
+    return os.environ.get("NPU_EXT_THIRDPARTY") or os.path.join(ROOT, "build", "thirdparty")
+
+
+def fetch_commands(pair, directory):
+    """The git commands that make a pair's two archives in `directory` from the pinned commits of the release table
+    (they need the network, which this project's machines do not have: CI sets NPU_EXT_THIRDPARTY instead)."""
+    lines = []
+    for repo, commit, archive in ((pair["repository"], pair["commit"], pair["archive"]),
+                                  (pair["megatron_lm_repository"], pair["megatron_lm_commit"],
+                                   pair["megatron_lm_archive"])):
+        name = archive[:-len(".tar.gz")]
+        lines += [f"git clone --filter=blob:none {repo} {directory}/{name}.git",
+                  f"git -C {directory}/{name}.git archive --format=tar.gz --prefix={name}/ -o {directory}/{archive} "
+                  f"{commit}"]
+    return lines
 
 
 def _unpack(archive, dst):
@@ -326,8 +340,10 @@ def mindspeed(branch, tests, workers):
     src_dir = thirdparty()
     missing = [a for a in (archive, megatron_archive) if not os.path.exists(os.path.join(src_dir, a))]
     if missing:
-        raise SystemExit(f"versions.py: {', '.join(missing)} not in {src_dir} (set NPU_EXT_THIRDPARTY to the directory "
-                         "holding the MindSpeed and Megatron-LM archives)")
+        raise SystemExit(f"versions.py: {', '.join(missing)} not in {src_dir}. Set NPU_EXT_THIRDPARTY to the directory "
+                         "holding the MindSpeed and Megatron-LM archives, or make them there from the pinned commits "
+                         "of the release table (this needs the network):\n  mkdir -p " + src_dir + "\n  "
+                         + "\n  ".join(fetch_commands(pair, src_dir)))
     base = os.path.join(ROOT, "build", "mindspeed", branch)
     megatron_dir = _unpack(os.path.join(src_dir, megatron_archive), os.path.join(base, "megatron-lm"))
     mindspeed_dir = _unpack(os.path.join(src_dir, archive), os.path.join(base, "mindspeed"))
@@ -356,10 +372,25 @@ def mindspeed(branch, tests, workers):
     test_env.update(_toolkit(base, test_env["LD_LIBRARY_PATH"].split(os.pathsep)[0]))
     test_env["NPU_EXT_MINDSPEED"] = branch
     code, counts = _pytest(py, base, test_env, tests, workers)
+    if branch == next(iter(MINDSPEED)):  # the documentation's MindSpeed runtime is the first pair's
+        code = _docs(py, base, test_env) or code
     seconds = time.time() - t0
     print(f"versions: MindSpeed {branch} | Megatron-LM {pair['megatron_lm']} | "
           f"torch_npu {after[1]} | torch {after[0]} | Python {python} | {counts} | {seconds:.0f} s", flush=True)
     return code
+
+
+def _docs(py, base, env):
+    """The documentation's code blocks of the MindSpeed runtime (tests/docs/test_pages.py, run by .venv's pytest):
+    their scratch venv over this pair's, with the pair's environment (`env`, handed over in a file); the exit code."""
+    path = os.path.join(base, "docs-env.json")
+    with open(path, "w") as f:
+        json.dump(env, f)
+    runner = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH", "LD_PRELOAD")}
+    runner.update(NPU_EXT_DOCS_RUNTIME="mindspeed", NPU_EXT_DOCS_PYTHON=py, NPU_EXT_DOCS_ENV=path)
+    print("versions.py: the documentation's blocks of the MindSpeed runtime", flush=True)
+    return subprocess.run([os.path.join(ROOT, ".venv", "bin", "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           os.path.join(ROOT, "tests", "docs")], cwd=ROOT, env=runner).returncode
 
 
 def _counts(tail, proc):
