@@ -4,6 +4,7 @@ Every block's info string says what it is (docs/testing.md, "The documentation's
 
     ```bash / ```python              run in the CPU sandbox (a scratch venv over .venv's torch)
     ```bash npu / ```python npu      run in the default torch_npu's runtime over the fake CANN
+    ```bash cpu npu                  run in both (README's install command: every host)
     ```bash mindspeed / ...          run in the MindSpeed stage's venv (make test-mindspeed)
     ```bash ci                       what a CI stage runs (each line a command of .ci/run): not run by these tests
     ```bash not-run                  cannot run on these machines: its first line says why, visibly ("# not run here:
@@ -34,7 +35,7 @@ class Block:
     info: str     # the whole info string
     kind: str     # "run", "ci", "not-run", "output", "text", or "unknown"
     language: str  # bash / python for commands and code, else ""
-    runtime: str  # for "run": cpu / npu / mindspeed
+    runtime: str  # for "run": the runtimes it runs in, cpu / npu / mindspeed, space-separated
     source: str
 
     @property
@@ -49,13 +50,13 @@ def classify(info):
         return "output", "", ""
     if words == ["text"]:
         return "text", "", ""
-    if not words or words[0] not in LANGUAGES or len(words) > 2:
+    if not words or words[0] not in LANGUAGES:
         return "unknown", "", ""
-    language, tag = words[0], (words[1] if len(words) == 2 else "cpu")
-    if tag in RUNTIMES:
-        return "run", language, tag
-    if tag in ("ci", "not-run"):
-        return tag, language, ""
+    language, tags = words[0], words[1:] or ["cpu"]
+    if all(t in RUNTIMES for t in tags) and len(set(tags)) == len(tags):
+        return "run", language, " ".join(tags)
+    if tags in (["ci"], ["not-run"]):
+        return tags[0], language, ""
     return "unknown", language, ""
 
 

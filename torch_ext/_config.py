@@ -109,7 +109,10 @@ def show_config():
     lines.append(f"torch_npu: {npu_version if npu_version else 'not installed'}")
     lines.extend(_compat.report())  # what each compiled module was built against, and what runs
     if npu_version:
-        lines.append(f"CANN: {_cann_version() or 'not found (ASCEND_TOOLKIT_HOME unset and no default install)'}")
+        home = os.environ.get("ASCEND_TOOLKIT_HOME")
+        missing = (f"no version file in {home} (ASCEND_TOOLKIT_HOME)" if home
+                   else "not found (ASCEND_TOOLKIT_HOME unset and no default install)")
+        lines.append(f"CANN: {_cann_version() or missing}")
     lines.append(f"CPU: {_cpu_model()} ({platform.machine()}, {os.cpu_count()} logical CPUs)")
     in_use = torch.ops.npu_ext._cpu_capability()
     runnable = [v.upper() for v in _variants.cpu_variants()]

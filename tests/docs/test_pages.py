@@ -58,13 +58,13 @@ def _purelib(python):
 
 # The scratch venv sees the base interpreter's packages through this module (imported by a .pth file): the base
 # site directory is added as a site directory (its .pth files processed: MindSpeed's editable install, .venv-npu's
-# layer over .venv), except an editable torch_ext's, which would map `import torch_ext` to the checkout.
+# layer over .venv), except an editable install's (.venv's torch_ext), which would map `import torch_ext` to the checkout.
 _LAYER = '''import os, site, sys
 for d in {dirs!r}:
     known = set(sys.path)
     sys.path.append(d)
     for name in sorted(os.listdir(d)):
-        if name.endswith(".pth") and "torch_ext" not in name:
+        if name.endswith(".pth") and not (name.startswith("__editable__") and "torch_ext" in name):
             site.addpackage(d, name, known)
 '''
 
@@ -109,7 +109,13 @@ def runtime():
         shutil.rmtree(ascend, ignore_errors=True)
         ascend.mkdir()
         env.update(versions._toolkit(str(ascend), lib))  # ascend/ascend-toolkit, lib64 the fake CANN's libraries
-        env.pop("LD_LIBRARY_PATH", None)  # the page's (or the runtime's) set_env.sh sets it
+        env.pop("LD_LIBRARY_PATH", None)
+        # every page of these runtimes starts in a shell where CANN's set_env.sh was sourced (a page may source it
+        # again, as a reader on a fresh host does)
+        out = subprocess.run(["bash", "-c", f"source {ascend}/ascend-toolkit/set_env.sh && env -0"], env=env,
+                             check=True, capture_output=True, text=True).stdout
+        env = dict(item.partition("=")[::2] for item in out.split("\0") if "=" in item)
+        env = {k: v for k, v in env.items() if k not in _SHELL_VARS}
     ccache = "/usr/lib/ccache"
     env.update(
         VIRTUAL_ENV=os.path.dirname(os.path.dirname(py)),
@@ -127,8 +133,6 @@ def runtime():
 
 def _run_bash(example, env, src, ascend):
     source = example.parsed.source.replace("/usr/local/Ascend", str(ascend))
-    if RUNTIME != "cpu":  # every page of this runtime runs in a shell where CANN's set_env.sh was sourced
-        source = f"source {ascend}/ascend-toolkit/set_env.sh\n{source}"
     with tempfile.NamedTemporaryFile("r", suffix=".env", dir=BASE) as after:
         script = (f"set -e -o pipefail -a\ntrap 'env -0 > {after.name}' EXIT\ncd {src}\n{source}")
         proc = subprocess.run(["bash", "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -158,8 +162,8 @@ def _cases():
         previous = None
         for example in doc:
             block = example.parsed
-            if block.kind == "run" and block.runtime == RUNTIME or block.kind == "output" and previous is not None \
-                    and previous.kind == "run" and previous.runtime == RUNTIME:
+            if block.kind == "run" and RUNTIME in block.runtime.split() or block.kind == "output" and \
+                    previous is not None and previous.kind == "run" and RUNTIME in previous.runtime.split():
                 cases.append(pytest.param(example, id=block.where))
             previous = block
     return cases
