@@ -11,11 +11,12 @@ What such a script does first, each through the operators torch_npu really calls
 * ``print(t)`` / ``str(t)``: torch's formatter on an npu tensor reaches masked_select (aclnnMaskedSelect, a
   data-dependent output shape), ceil, isfinite, abs, min / max; the text equals the CPU tensor's but for the device
   suffix. ``masked_select`` itself against the CPU, broadcast masks and an empty selection included.
-* ``torch.optim.SGD(momentum=0.9)`` and ``torch.optim.AdamW`` at their defaults: on npu parameters torch takes the
-  foreach path (torch_npu's op-plugin: aclnnForeachAddListV2, aclnnForeachMulScalarV2, aclnnForeachLerpScalar, ...,
-  or their V1 forms), on the CPU the per-tensor one. Three steps on each give bitwise the CPU's parameters and states
-  (the fake computes each tensor with the CPU ATen op of the same formula, the same IEEE operations as the CPU
-  optimizer's per-tensor path); the foreach operators' launches are counted, and no per-tensor add on the parameters.
+* ``torch.optim.SGD(momentum=0.9)`` and ``torch.optim.AdamW``, at their defaults and with ``foreach=True``: on npu
+  parameters the default torch_npu's torch takes the foreach path (op-plugin: aclnnForeachAddListV2,
+  aclnnForeachMulScalarV2, aclnnForeachLerpScalar, ..., or their V1 forms), torch 2.6 the per-tensor one (it lists
+  no PrivateUse1 device among the foreach ones); on the CPU the per-tensor one. Three steps on each give bitwise the
+  CPU's parameters and states (the fake computes each tensor with the CPU ATen op of the same formula, the same IEEE
+  operations as the CPU optimizer's per-tensor path); the operators' launches are counted.
 
 Run: ``make test-npu NPU_TESTS=tests/test_npu_first_script.py``. Skipped (the whole module) where torch_npu cannot be
 imported or torch_ext did not load its NPU kernels, or on a real CANN (no fake counters); under make test-npu a skip is
@@ -27,6 +28,7 @@ import math
 
 import pytest
 import torch
+from torch.utils._foreach_utils import _get_foreach_kernels_supported_devices
 
 import npu_backend
 
@@ -282,33 +284,42 @@ def _run(make_opt, dtype, device, steps=3):
 
 
 OPTIMIZERS = {
-    "SGD_momentum": lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9),
-    "AdamW": lambda params: torch.optim.AdamW(params),
+    "SGD_momentum": lambda params, foreach: torch.optim.SGD(params, lr=0.1, momentum=0.9, foreach=foreach),
+    "AdamW": lambda params, foreach: torch.optim.AdamW(params, foreach=foreach),
 }
 # the foreach operators each optimizer's three steps launch on npu (a name counts its V1 and V2 forms), and the
-# per-tensor operators they replace, which must not be launched on the parameters
+# per-tensor operators they replace, which the foreach path does not launch
 FOREACH = {
     "SGD_momentum": {"ForeachAddList": 1 + 2 + 2, "ForeachMulScalar": 0 + 1 + 1},
     "AdamW": {"ForeachMulScalar": 3 * 2, "ForeachLerpScalar": 3, "ForeachAddcmulScalar": 3, "ForeachSqrt": 3,
               "ForeachDivScalarList": 3, "ForeachAddScalar": 3},
 }
-PER_TENSOR = ["InplaceAdd", "InplaceMuls", "InplaceLerps", "InplaceAddcmul", "Sqrt", "InplaceDivs"]
+PER_TENSOR = ["InplaceAdd", "InplaceAdds", "InplaceMuls", "InplaceLerps", "InplaceAddcmul", "Sqrt", "Divs"]
+# torch's default for npu parameters: the foreach path where torch lists the PrivateUse1 backend among the devices with
+# foreach kernels (the default torch_npu's torch does; torch 2.6 lists CUDA and XPU only, so there the default is the
+# per-tensor path, and foreach=True asks for the other)
+DEFAULT_FOREACH = "npu" in _get_foreach_kernels_supported_devices()
 
 
+@pytest.mark.parametrize("foreach", [None, True], ids=["default", "foreach_True"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("name", list(OPTIMIZERS))
-def test_optimizer_steps_equal_cpu(name, dtype):
-    """Three default steps (the first creates the state, the next ones update it) on four npu parameters (2-d, 1-d,
-    3-d, 0-dim) equal the same steps on the CPU bit for bit: parameters, momentum buffers, exp_avg, exp_avg_sq and the
-    step count. The npu run takes the foreach path (the launches of FOREACH, exactly), the CPU run the per-tensor
-    one; with the same IEEE operations per element both give the same bits (fp32 and bf16, whose CPU ops compute in
-    fp32 and round once)."""
-    assert OPTIMIZERS[name]([torch.nn.Parameter(torch.zeros(1))]).defaults["foreach"] is None  # the default
+def test_optimizer_steps_equal_cpu(name, dtype, foreach):
+    """Three steps (the first creates the state, the next ones update it) on four npu parameters (2-d, 1-d, 3-d,
+    0-dim) equal the same steps on the CPU bit for bit: parameters, momentum buffers, exp_avg, exp_avg_sq and the step
+    count. At torch's default (DEFAULT_FOREACH) or with foreach=True the npu run takes the foreach path: exactly the
+    launches of FOREACH, none of PER_TENSOR; the CPU run takes the per-tensor path. With the same IEEE operations per
+    element both give the same bits (fp32, and bf16, whose CPU ops compute in fp32 and round once)."""
+    make = lambda params: OPTIMIZERS[name](params, foreach)  # noqa: E731
     with Launches(*FOREACH[name], *PER_TENSOR) as launches:
-        got, got_state = _run(OPTIMIZERS[name], dtype, "npu")
-    expected, expected_state = _run(OPTIMIZERS[name], dtype, "cpu")
-    assert {op: launches.count[op] for op in FOREACH[name]} == FOREACH[name]
-    assert {op: launches.count[op] for op in PER_TENSOR if launches.count[op]} == {}
+        got, got_state = _run(make, dtype, "npu")
+    expected, expected_state = _run(lambda params: OPTIMIZERS[name](params, None), dtype, "cpu")
+    if foreach or DEFAULT_FOREACH:
+        assert {op: launches.count[op] for op in FOREACH[name]} == FOREACH[name]
+        assert {op: launches.count[op] for op in PER_TENSOR if launches.count[op]} == {}
+    else:  # torch's per-tensor default: no foreach launch
+        assert {op: launches.count[op] for op in FOREACH[name] if launches.count[op]} == {}
+        assert launches.count["InplaceAdd"] > 0
     for i, (g, e) in enumerate(zip(got, expected)):
         assert g.dtype == dtype and torch.equal(g, e), (i, (g.float() - e.float()).abs().max().item())
     for i, (gs, es) in enumerate(zip(got_state, expected_state)):
