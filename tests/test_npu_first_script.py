@@ -13,8 +13,8 @@ What such a script does first, each through the operators torch_npu really calls
   suffix. ``masked_select`` itself against the CPU, broadcast masks and an empty selection included.
 * ``torch.optim.SGD(momentum=0.9)`` and ``torch.optim.AdamW``, at their defaults and with ``foreach=True``: on npu
   parameters the default torch_npu's torch takes the foreach path (op-plugin: aclnnForeachAddListV2,
-  aclnnForeachMulScalarV2, aclnnForeachLerpScalar, ..., or their V1 forms), torch 2.6 the per-tensor one (it lists
-  no PrivateUse1 device among the foreach ones); on the CPU the per-tensor one. Three steps on each give bitwise the
+  aclnnForeachMulScalarV2, aclnnForeachLerpScalar, ..., or their V1 forms), torch_npu 2.6 on the fake the per-tensor
+  one (it wants a known CANN version for foreach); on the CPU the per-tensor one. Three steps on each give bitwise the
   CPU's parameters and states (the fake computes each tensor with the CPU ATen op of the same formula, the same IEEE
   operations as the CPU optimizer's per-tensor path); the operators' launches are counted.
 
@@ -28,7 +28,6 @@ import math
 
 import pytest
 import torch
-from torch.utils._foreach_utils import _get_foreach_kernels_supported_devices
 
 import npu_backend
 
@@ -295,10 +294,17 @@ FOREACH = {
               "ForeachDivScalarList": 3, "ForeachAddScalar": 3},
 }
 PER_TENSOR = ["InplaceAdd", "InplaceAdds", "InplaceMuls", "InplaceLerps", "InplaceAddcmul", "Sqrt", "Divs"]
-# torch's default for npu parameters: the foreach path where torch lists the PrivateUse1 backend among the devices with
-# foreach kernels (the default torch_npu's torch does; torch 2.6 lists CUDA and XPU only, so there the default is the
-# per-tensor path, and foreach=True asks for the other)
-DEFAULT_FOREACH = "npu" in _get_foreach_kernels_supported_devices()
+
+
+def _default_foreach():
+    """Whether torch.optim's default for npu parameters is the foreach path, as the optimizers decide it
+    (torch.optim.optimizer._default_to_fused_or_foreach). torch_npu replaces the device list it reads
+    (torch_npu/utils/_optim.py): the npu device is in it on an Atlas A2 / A3 SoC name, and torch_npu 2.6 also wants a
+    known CANN of 8.0 or later, which it reads from the toolkit's files: none here, so there the default is the
+    per-tensor path, and foreach=True asks for the foreach one."""
+    from torch.optim.optimizer import _default_to_fused_or_foreach
+
+    return _default_to_fused_or_foreach([torch.zeros(1, device="npu")], differentiable=False, use_fused=False)[1]
 
 
 @pytest.mark.parametrize("foreach", [None, True], ids=["default", "foreach_True"])
@@ -307,14 +313,15 @@ DEFAULT_FOREACH = "npu" in _get_foreach_kernels_supported_devices()
 def test_optimizer_steps_equal_cpu(name, dtype, foreach):
     """Three steps (the first creates the state, the next ones update it) on four npu parameters (2-d, 1-d, 3-d,
     0-dim) equal the same steps on the CPU bit for bit: parameters, momentum buffers, exp_avg, exp_avg_sq and the step
-    count. At torch's default (DEFAULT_FOREACH) or with foreach=True the npu run takes the foreach path: exactly the
-    launches of FOREACH, none of PER_TENSOR; the CPU run takes the per-tensor path. With the same IEEE operations per
-    element both give the same bits (fp32, and bf16, whose CPU ops compute in fp32 and round once)."""
+    count. At torch's default where that is foreach (_default_foreach) or with foreach=True the npu run takes the
+    foreach path: exactly the launches of FOREACH, none of PER_TENSOR; the CPU run takes the per-tensor path. With the
+    same IEEE operations per element both give the same bits (fp32, and bf16, whose CPU ops compute in fp32 and round
+    once)."""
     make = lambda params: OPTIMIZERS[name](params, foreach)  # noqa: E731
     with Launches(*FOREACH[name], *PER_TENSOR) as launches:
         got, got_state = _run(make, dtype, "npu")
     expected, expected_state = _run(lambda params: OPTIMIZERS[name](params, None), dtype, "cpu")
-    if foreach or DEFAULT_FOREACH:
+    if foreach or _default_foreach():
         assert {op: launches.count[op] for op in FOREACH[name]} == FOREACH[name]
         assert {op: launches.count[op] for op in PER_TENSOR if launches.count[op]} == {}
     else:  # torch's per-tensor default: no foreach launch
@@ -330,3 +337,15 @@ def test_optimizer_steps_equal_cpu(name, dtype, foreach):
             else:
                 assert gs[k] == es[k], (i, k)
     assert not torch.equal(got[0], _params(dtype)[0])  # the steps moved the parameters
+
+
+def test_default_path_is_foreach():
+    """On the fake's Atlas A2 (Ascend910B3) torch_npu makes the foreach path torch.optim's default for npu parameters,
+    so the default steps above took it; only a torch_npu that also wants a known CANN of 8.0 or later (2.6: its
+    ``_cann_version``, "not known" here without a toolkit) keeps the per-tensor default."""
+    import torch_npu.utils._optim as npu_optim
+
+    cann = getattr(npu_optim, "_cann_version", None)
+    wants_cann = hasattr(npu_optim, "_cann_version")
+    assert torch.npu.get_device_name(0).startswith("Ascend910B")
+    assert _default_foreach() == (not wants_cann or (cann not in (None, "not known") and cann >= "8.0"))
