@@ -316,24 +316,35 @@ def test_optimizer_steps_equal_cpu(name, dtype, foreach):
     count. At torch's default where that is foreach (_default_foreach) or with foreach=True the npu run takes the
     foreach path: exactly the launches of FOREACH, none of PER_TENSOR; the CPU run takes the per-tensor path. With the
     same IEEE operations per element both give the same bits (fp32, and bf16, whose CPU ops compute in fp32 and round
-    once)."""
+    once). Where the npu default is the per-tensor path (torch_npu 2.6 here), bf16 tensors are compared within 2^-7 of
+    their largest magnitude (two bf16 ulps at that scale): there torch_npu hands aclnnInplaceMuls the Python scalar
+    rounded to the tensor's dtype (0.9 -> 0.8984375, AdamW's beta2 0.999 -> 1.0), where the CPU multiplies by it in
+    fp32, and SGD's update p - 0.1 buf cancels, so the difference is relative to the operands, not to the result."""
     make = lambda params: OPTIMIZERS[name](params, foreach)  # noqa: E731
     with Launches(*FOREACH[name], *PER_TENSOR) as launches:
         got, got_state = _run(make, dtype, "npu")
     expected, expected_state = _run(lambda params: OPTIMIZERS[name](params, None), dtype, "cpu")
-    if foreach or _default_foreach():
+    foreach_path = bool(foreach or _default_foreach())
+    if foreach_path:
         assert {op: launches.count[op] for op in FOREACH[name]} == FOREACH[name]
         assert {op: launches.count[op] for op in PER_TENSOR if launches.count[op]} == {}
-    else:  # torch's per-tensor default: no foreach launch
+    else:  # the per-tensor default: no foreach launch
         assert {op: launches.count[op] for op in FOREACH[name] if launches.count[op]} == {}
-        assert launches.count["InplaceAdd"] > 0
+        assert sum(launches.count[op] for op in PER_TENSOR) > 0
+    bitwise = foreach_path or dtype == torch.float32
+
+    def same(g, e):
+        if bitwise:
+            return torch.equal(g, e)
+        return (g.float() - e.float()).abs().max().item() <= 2 ** -7 * e.float().abs().max().item()
+
     for i, (g, e) in enumerate(zip(got, expected)):
-        assert g.dtype == dtype and torch.equal(g, e), (i, (g.float() - e.float()).abs().max().item())
+        assert g.dtype == dtype and same(g, e), (i, (g.float() - e.float()).abs().max().item())
     for i, (gs, es) in enumerate(zip(got_state, expected_state)):
         assert gs.keys() == es.keys()
         for k in es:
             if torch.is_tensor(es[k]):
-                assert torch.equal(gs[k], es[k]), (i, k)
+                assert same(gs[k], es[k]), (i, k)
             else:
                 assert gs[k] == es[k], (i, k)
     assert not torch.equal(got[0], _params(dtype)[0])  # the steps moved the parameters
