@@ -97,3 +97,31 @@ def test_the_runtimes_are_run():
     assert re.search(r"^test-docs:", makefile, re.MULTILINE) and "for rt in cpu npu" in makefile
     assert "NPU_EXT_DOCS_RUNTIME" in (ROOT / "tools" / "versions.py").read_text()
     assert "make test-docs" in ci_commands()
+
+
+def unexplained_installs(blocks):
+    """Lines of blocks of commands that `pip install` into a user's stack neither with --no-deps nor with a comment
+    saying what the install pulls (pip would otherwise resolve torch's dependencies: megatron-core's wheel asks for
+    about 3 GB of CUDA packages)."""
+    bad = []
+    for b in blocks:
+        if b.kind not in ("run", "not-run") or b.language != "bash":
+            continue
+        for i, line in enumerate(b.source.splitlines(), b.line + 1):
+            command, _, comment = line.partition("#")
+            installs = [part for part in command.split("&&") if "pip install" in part]
+            if any("--no-deps" not in part for part in installs) and not comment.strip():
+                bad.append(f"{b.path}:{i}")
+    return bad
+
+
+def test_install_checker():
+    from doc_blocks import Block
+
+    block = Block("p.md", 1, "bash", "run", "bash", "cpu",
+                  "pip install --no-deps x\npip install y\npip install z   # tools only\npip install a && pip install --no-deps .\n")
+    assert unexplained_installs([block]) == ["p.md:3", "p.md:5"]
+
+
+def test_every_install_into_a_users_stack_says_what_it_pulls():
+    assert unexplained_installs(BLOCKS) == []

@@ -558,3 +558,13 @@ def test_outside_reference_checker(tmp_path):
 def test_no_file_points_outside_the_repository():
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     assert outside_references([f for f in files if f != "tests/test_docs.py"]) == []
+
+
+def test_readme_names_every_switch_python_m_torch_ext_prints():
+    """README's bug-report paragraph lists the environment switches `python -m torch_ext` reports (it once left out
+    NPU_EXT_NPU_FORWARD)."""
+    from torch_ext._config import ENV_SWITCHES
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("### Bug reports"):text.index("## Operators")]
+    assert [name for name in ENV_SWITCHES if f"`{name}`" not in section] == []
