@@ -16,6 +16,7 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+import oracle
 import samples
 from oracle import assert_accurate
 from samples import OPS
@@ -313,6 +314,11 @@ def test_autograd_functions_against_float64(name, data):
     grads = torch.autograd.grad(out, xs, g)
     x64 = [x.detach().to(f64).requires_grad_() for x in xs]
     refs = torch.autograd.grad(info.native(*x64, **kwargs), x64, g.to(f64))
+    if name == "prelu_backward" and dtype in low:
+        # the weight's gradient as the contract computes it in 16 bits: each term x g rounded to the dtype before the
+        # sum (docs/operators.md, Semantics notes), which native PyTorch's float64 gradient does not round: with few
+        # terms that rounding alone can exceed the bound (a derandomized example of 5 fp16 terms, mean 1.4e-3)
+        refs = (refs[0], oracle.prelu_backward(g, xs[0].detach(), xs[1].detach())[1])
     for k, (got, ref) in enumerate(zip(grads, refs)):
         assert got.dtype == dtype and got.shape == ref.shape
         assert_accurate(got, ref, dtype, f"{name} grad of input {k}")
