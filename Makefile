@@ -198,20 +198,19 @@ clean:
 #                                                 torch_ext installed there from a clean copy of the working tree
 #                                                 (build/megatron-py3.12/src; the DEFAULT kernel variant only)
 # PYTHON=3.N names that venv's Python (.venv is then made with python3, as by default). megatron-core is installed
-# with --no-deps plus what the tests need of its declared requirements (MCORE_PIP_<major.minor>): 0.12 declares
-# training tools (wandb, nvidia-modelopt, tensorstore, ...) that none of the modules used here imports.
+# with --no-deps plus what the tests need of its declared requirements: 0.12 declares training tools (wandb,
+# nvidia-modelopt, tensorstore, ...) that none of the modules used here imports. The Python and those packages per
+# series are the release table's (megatron_core.series; tools/releases.py mcore <release>).
 # MCORE_TESTS: what runs (default: test_megatron.py and the TP=2 test); MCORE_WORKERS: pytest-xdist workers.
 MCORE ?= $(DEFAULT_MCORE)
 ifneq ($(filter 3.%,$(PYTHON)),)
 MCORE_PYTHON := $(PYTHON)
 override PYTHON := python3
 endif
-MCORE_PYTHON ?= $(if $(filter 17 18 19 20 21 22 23 24 25 26 27 28 29,$(word 2,$(subst ., ,$(MCORE)))),3.12,3.11)
+MCORE_RULES := $(shell python3 tools/releases.py mcore $(MCORE))
+MCORE_PYTHON ?= $(word 1,$(MCORE_RULES))
 MCORE_VENV := .venv-megatron/$(MCORE)-py$(MCORE_PYTHON)
-MCORE_PIP_0.13 := "numpy<2"
-MCORE_PIP_0.14 := "numpy<2"
-MCORE_PIP_0.15 := "numpy<2"
-MCORE_PIP = megatron-core==$(MCORE) $(MCORE_PIP_$(basename $(MCORE)))
+MCORE_PIP = megatron-core==$(MCORE) $(wordlist 2,99,$(MCORE_RULES))
 MCORE_TESTS ?= tests/test_megatron.py tests/test_megatron_tp.py
 MCORE_WORKERS ?= 2
 .PHONY: test-megatron

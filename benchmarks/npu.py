@@ -28,7 +28,7 @@ import torch_npu  # noqa: F401  (registers the "npu" device)
 import torch_ext  # noqa: F401
 
 from . import report
-from .run import log, machine_info
+from .report import log, machine_info
 
 ext = torch.ops.npu_ext
 aten = torch.ops.aten

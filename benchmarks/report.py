@@ -1,11 +1,46 @@
-"""Writes benchmark results: JSON (everything), CSV (one row per op/dtype/size/threads/implementation),
-a markdown table and a PNG chart of the speedups."""
+"""What a benchmark run reports: its log lines, the machine it ran on, and its results: JSON (everything), CSV (one
+row per op/dtype/size/threads/implementation), a markdown table and a PNG chart of the speedups."""
 
 from __future__ import annotations
 
 import csv
+import datetime
 import json
 import os
+import platform
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def machine_info():
+    import torch
+
+    cpu = platform.processor() or "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "logical_cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "npu_ext_cpu_capability": torch.ops.npu_ext._cpu_capability(),
+        # What the PyTorch alternatives that choose their own instructions were allowed (benchmarks/variants.py).
+        "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA", ""),
+        "inductor_march": os.environ.get("TORCHINDUCTOR_CPP_MARCH", "native"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+    }
+
 
 SIZE_ORDER = {"256": -2, "4096": -1, "small": 0, "medium": 1, "large": 2, "xlarge": 3}
 PERCALL_SIZES = ("256", "4096")

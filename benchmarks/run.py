@@ -31,10 +31,8 @@ torch_npu's native ops on the NPU (see benchmarks/npu.py; that path cannot run o
 from __future__ import annotations
 
 import argparse
-import datetime
 import importlib.util
 import os
-import platform
 import statistics
 import sys
 import time
@@ -48,6 +46,7 @@ import torch
 from torch.utils import benchmark
 
 from . import report
+from .report import log, machine_info
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
@@ -58,36 +57,6 @@ MODES = {
     "full": dict(rounds=5, min_run_time=0.2, sizes=("small", "medium", "large"),
                  inductor_sizes=("small", "medium", "large"), training_sizes=("small", "medium", "large")),
 }
-
-
-def log(msg):
-    print(msg, flush=True)
-
-
-def machine_info():
-    cpu = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return {
-        "cpu": cpu,
-        "logical_cpus": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "npu_ext_cpu_capability": torch.ops.npu_ext._cpu_capability(),
-        # What the PyTorch alternatives that choose their own instructions were allowed (benchmarks/variants.py).
-        "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA", ""),
-        "inductor_march": os.environ.get("TORCHINDUCTOR_CPP_MARCH", "native"),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "date": datetime.datetime.now().isoformat(timespec="seconds"),
-    }
 
 
 DISTURBED_SPREAD = 1.3  # max / min of the per-round medians of a candidate beyond which a result is flagged

@@ -100,6 +100,7 @@ def test_check_fails_on_a_wrong_npu_result(tmp_path):
         f"check: {len(NAMES)} cases, {len(NAMES) - 13} ok, 13 mismatched, 0 errors on npu:0 (")
 
 
+@pytest.mark.ascend950
 def test_check_on_an_ascend950_without_a_logit_grad_kernel(tmp_path):
     """The fake CANN as an Ascend950 whose CANN has no LogitGrad kernel: prelu's special values are the documented
     SoC difference (compared with written-out values, and they differ from the CPU's), logit_grad falls back to

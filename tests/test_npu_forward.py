@@ -226,6 +226,7 @@ print(json.dumps(out))
     assert "Warning: npu_ext." not in proc.stderr  # no CPU-fallback warning
 
 
+@pytest.mark.ascend950
 def test_benchmark_npu_mode_end_to_end(tmp_path):
     """`python -m benchmarks.run` with torch_npu: the NPU section (times against torch_npu's native ops, then the
     launch counts), saying that its times are the fake's. On an Ascend950, whose torch_npu routes the fake models

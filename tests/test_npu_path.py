@@ -977,6 +977,7 @@ def test_no_cpu_fallback_switch(backend):
 ASCEND950 = "Ascend950PR_9579"
 
 
+@pytest.mark.ascend950
 def test_soc_without_the_kernel_falls_back(backend):
     """An Ascend950 whose CANN has aclnnLogitGrad and aclnnGroupedBiasAddGrad(V2) but no Ascend950 kernel for them
     (configs added in 2026-02 / 2026-03): the first call probes each entry point once, LogitGrad fails its phase 1
@@ -1000,6 +1001,7 @@ def test_soc_without_the_kernel_falls_back(backend):
         assert steps[name]["close"] and steps[name]["queue_clean"] and steps[name]["aclnn"] == {api: 4}
 
 
+@pytest.mark.ascend950
 def test_soc_without_the_kernel_and_no_cpu_fallback(backend):
     steps, warnings = run_scenario("no_kernel_strict", NPU_FAKE_SOC=ASCEND950,
                                    NPU_FAKE_NO_KERNEL="LogitGrad,GroupedBiasAddGrad", NPU_EXT_NO_CPU_FALLBACK="1")
@@ -1015,6 +1017,7 @@ def test_soc_without_the_kernel_and_no_cpu_fallback(backend):
 
 # torch_npu 2.13 rejects the Ascend910_95xx names at its initialisation ("Unsupported soc version"): the real runtime
 # runs the current names only; the stand-in also the older ones (soc_family() knows both).
+@pytest.mark.ascend950
 @pytest.mark.parametrize("soc", [ASCEND950, "Ascend950DT_9591"] + (
     ["Ascend910_9589", "Ascend910_957c"] if BACKEND is npu_backend.Standin else []))
 def test_ascend950(backend, soc):
@@ -1119,6 +1122,7 @@ def test_status_report_in_show_config(backend):
     assert f"logit_grad: aclnnLogitGrad found; device {backend.device_index}: kernel present, runs on the NPU" in ops._npu_status()
 
 
+@pytest.mark.ascend950
 def test_status_report_without_kernels(backend):
     """What a user sees before filing a bug: a missing entry point and a SoC without the kernel, each with the
     reason and '-> CPU fallback'."""

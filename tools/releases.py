@@ -48,6 +48,20 @@ def megatron_core(table, row):
     return row.get("megatron_core") or table["megatron_core"]["default"]
 
 
+def megatron_core_venv(table, release):
+    """(Python, [pip requirement, ...]) of a venv for megatron-core `release` (make test-megatron): the rules of the
+    table's megatron_core.series whose from / to (major.minor, inclusive) hold the release."""
+    key = tuple(int(p) for p in release.split(".")[:2])
+    python, pip = default_row(table)["python"], []
+    for rule in table["megatron_core"].get("series", []):
+        lo = tuple(int(p) for p in rule["from"].split("."))
+        hi = tuple(int(p) for p in rule.get("to", "99.99").split("."))
+        if lo <= key <= hi:
+            python = rule.get("python", python)
+            pip += rule.get("pip", [])
+    return python, pip
+
+
 def values(table):
     """{NAME: [value, ...]}: what `get` prints and what a `names` block may name. A dotted NAME is one value; a plain
     NAME is a group (every value of its dotted names, and for the MindSpeed pairs every string that names them)."""
@@ -98,20 +112,23 @@ def support_table(table):
     return "\n".join(lines)
 
 
+# The tests a row cannot run, by marker (pyproject.toml registers them): (marker, why) for a row whose entry says so.
+NOT_RUN = {"ascend950": ("ascend950", False,
+                         "its torch_npu predates the Ascend950: its SoC table has no Ascend950 name, and init rejects one")}
+
+
+def not_run(row):
+    """[(marker, why), ...]: the markers of the tests `row` (a row of the table) cannot run (tools/versions.py
+    selects with `-m "not <marker>"`)."""
+    return [(marker, why) for key, (marker, value, why) in NOT_RUN.items() if row.get(key, True) is value]
+
+
 def deselected(table):
-    """docs/platforms.md's table of the tests a release cannot run (tools/versions.py's DESELECT)."""
-    sys.path.insert(0, HERE)
-    try:
-        import versions
-    finally:
-        sys.path.remove(HERE)
-    lines = ["| release | tests | why |", "|---|---|---|"]
-    for release, tests in versions.deselected(table).items():
-        by_reason = {}
-        for test, why in tests:
-            by_reason.setdefault(why, []).append(test)
-        for why, names in by_reason.items():
-            lines.append(f"| {release} | {', '.join(f'`{t}`' for t in names)} | {why} |")
+    """docs/platforms.md's table of the tests a release cannot run (by marker)."""
+    lines = ["| release | tests not run | why |", "|---|---|---|"]
+    for r in rows(table):
+        for marker, why in not_run(r):
+            lines.append(f"| {release_id(r)} | marked `{marker}` | {why} |")
     return "\n".join(lines)
 
 
@@ -187,6 +204,8 @@ def main(argv=None):
     g = sub.add_parser("get")
     g.add_argument("names", nargs="+")
     sub.add_parser("table")
+    m = sub.add_parser("mcore", help="the Python and the extra packages of megatron-core RELEASE's venv, shell-quoted")
+    m.add_argument("release")
     d = sub.add_parser("docs")
     d.add_argument("--check", action="store_true")
     args = ap.parse_args(argv)
@@ -197,6 +216,12 @@ def main(argv=None):
             if name not in known or "." not in name:
                 raise SystemExit(f"releases.py: no value {name!r} ({', '.join(k for k in known if '.' in k)})")
             print("\n".join(known[name]))
+        return 0
+    if args.cmd == "mcore":
+        import shlex
+
+        python, pip = megatron_core_venv(table, args.release)
+        print(" ".join([python] + [shlex.quote(p) for p in pip]))
         return 0
     if args.cmd == "table":
         print(support_table(table))

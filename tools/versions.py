@@ -50,27 +50,8 @@ ROOT = os.path.dirname(HERE)
 # docs/platforms.md's tables are generated from it). A row's name is its torch_npu release, or cpu-<torch>.
 TABLE = releases.load()
 ROWS = [(releases.release_id(r), r["torch"], r["python"], r["cann"]) for r in releases.rows(TABLE)]
-# Tests a release cannot run, each with the reason (passed to pytest as --deselect; docs/platforms.md lists them).
+# Tests a release cannot run are marked (pyproject.toml's markers) and not selected on it: releases.not_run(row).
 # Nothing else is deselected or skipped: a skip is a failure here, as in make test-npu.
-_NO_ASCEND950 = "its torch_npu predates the Ascend950: its SoC table has no Ascend950 name, and init rejects one"
-_ASCEND950_TESTS = [
-    "tests/test_npu_forward.py::test_benchmark_npu_mode_end_to_end",
-    "tests/test_npu_check.py::test_check_on_an_ascend950_without_a_logit_grad_kernel",
-    "tests/test_npu_path.py::test_soc_without_the_kernel_falls_back",
-    "tests/test_npu_path.py::test_soc_without_the_kernel_and_no_cpu_fallback",
-    "tests/test_npu_path.py::test_ascend950",
-    "tests/test_npu_path.py::test_status_report_without_kernels",
-]
-
-
-def deselected(table):
-    """{release: [(test, why), ...]}: the rows whose torch_npu predates the Ascend950 (ascend950: false) cannot run
-    the Ascend950 tests."""
-    return {releases.release_id(r): [(t, _NO_ASCEND950) for t in _ASCEND950_TESTS]
-            for r in releases.rows(table) if r.get("ascend950", True) is False}
-
-
-DESELECT = deselected(TABLE)
 # What every release venv holds besides torch and torch_npu: packaging, what torchair imports
 # (tests/test_npu_torchair_import.py; MindSpeed imports torchair), and megatron-core (the NPU training tests import
 # test_megatron's helpers; make test-npu runs the Megatron tests on every release): the table's megatron_core.default
@@ -223,12 +204,13 @@ def _prepare(release, base, venv_args, python=None, wheel=None):
     return py, test_env, after
 
 
-def _pytest(py, base, env, tests, workers, deselect=()):
-    """pytest over `tests` in `base` with `env`; (exit code, pytest's closing counts)."""
+def _pytest(py, base, env, tests, workers, not_marked=()):
+    """pytest over `tests` in `base` with `env`, without the tests of the markers `not_marked`; (exit code, pytest's
+    closing counts)."""
     pytest = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={ROOT}",
               "-c", os.path.join(ROOT, "pyproject.toml"), "-n", str(workers)] + _expand(tests)
-    for test in deselect:
-        pytest += ["--deselect", test]  # a node id relative to the rootdir (ROOT)
+    if not_marked:
+        pytest += ["-m", " and ".join(f"not {m}" for m in not_marked)]
     proc = subprocess.Popen(pytest, cwd=base, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     tail = []
     for out in proc.stdout:
@@ -249,7 +231,7 @@ def run(release, tests, workers):
     others = [os.path.join(ROOT, v, "bin", "python") for v in (".venv", ".venv-npu")]
     others += sorted(glob.glob(os.path.join(ROOT, "build", "versions", "*", "venv", "bin", "python")))
     test_env["NPU_EXT_OTHER_RUNTIMES"] = os.pathsep.join(p for p in others if os.path.exists(p) and p != py)
-    code, counts = _pytest(py, base, test_env, tests, workers, [t for t, _ in DESELECT.get(release, [])])
+    code, counts = _pytest(py, base, test_env, tests, workers, [m for m, _ in releases.not_run(releases.find(TABLE, release))])
     seconds = time.time() - t0
     mcore = _installed(py, "megatron-core")
     line = (f"torch_npu {npu_release if not npu_release.startswith('cpu-') else '-'} | torch {after[0]} | "
