@@ -1,6 +1,7 @@
-// TEST-ONLY: what the parts of the fake libopapi.so that compute with CPU ATen share (aten.cpp, random.cpp,
-// foreach.cpp): a descriptor as a CPU tensor over its host buffer (no copy), scalars and arrays as ATen values, the
-// write through an output's view, and FAKE_OP, one aclnn operator whose phase 1 queues a body that its phase 2 runs.
+// TEST-ONLY: what the parts of the fake libopapi.so that compute with CPU ATen share (aten.cpp, aten_extra.cpp,
+// random.cpp, foreach.cpp): a descriptor as a CPU tensor over its host buffer (no copy), scalars and arrays as ATen
+// values, the write through an output's view, and FAKE_OP, one aclnn operator whose phase 1 queues a body that its
+// phase 2 runs.
 #pragma once
 
 #include <ATen/ATen.h>
