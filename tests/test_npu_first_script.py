@@ -17,6 +17,13 @@ What such a script does first, each through the operators torch_npu really calls
   one (it wants a known CANN version for foreach); on the CPU the per-tensor one. Three steps on each give bitwise the
   CPU's parameters and states (the fake computes each tensor with the CPU ATen op of the same formula, the same IEEE
   operations as the CPU optimizer's per-tensor path); the operators' launches are counted.
+* README's executed example, ``examples/train_tiny.py --device npu``, run in its own process, and the operators it
+  reaches beyond the above, each launched once and bitwise the CPU's result: ``torch.argsort`` / ``torch.sort`` with
+  ``stable=True`` (aclnnSort), ``torch.bincount`` (aclnnBincount), ``torch.cumsum`` (aclnnCumsum), ``index_copy`` /
+  ``index_copy_`` (aclnnIndexCopy, aclnnInplaceIndexCopy), ``scatter_`` and the backward of ``max(dim)``
+  (aclnnInplaceScatter), the backward of ``sigmoid`` (aclnnSigmoidBackward) and of ``gelu`` (aclnnGeluBackward: the
+  tanh form whatever ``approximate`` says, as the A2 kernel), ``F.binary_cross_entropy_with_logits`` forward and
+  backward (aclnnBinaryCrossEntropyWithLogits, aclnnBinaryCrossEntropyWithLogitsBackward).
 
 Run: ``make test-npu NPU_TESTS=tests/test_npu_first_script.py``. Skipped (the whole module) where torch_npu cannot be
 imported or torch_ext did not load its NPU kernels, or on a real CANN (no fake counters); under make test-npu a skip is
@@ -25,9 +32,13 @@ a failure.
 
 import ctypes
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import npu_backend
 
@@ -360,3 +371,189 @@ def test_default_path_is_foreach():
     wants_cann = hasattr(npu_optim, "_cann_version")
     assert torch.npu.get_device_name(0).startswith("Ascend910B")
     assert _default_foreach() == (not wants_cann or (cann not in (None, "not known") and cann >= "8.0"))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the operators of README's executed example (examples/train_tiny.py --device npu)
+def _ties(n=64, high=5, seed=11):
+    """int64 values in [0, high) with many ties (what the example sorts: each token's expert)."""
+    return torch.randint(0, high, (n,), generator=torch.Generator().manual_seed(seed))
+
+
+SORTED = {
+    "int64_ties": lambda: (_ties(), 0, False),
+    "int64_ties_descending": lambda: (_ties(), 0, True),
+    "fp32_ties_2d_dim0": lambda: (torch.randint(0, 4, (9, 5)).float(), 0, False),
+    "fp32_2d_last_dim": lambda: (torch.randn(6, 7), -1, True),
+    "bf16_ties": lambda: (torch.randn(50).bfloat16().round(), 0, False),
+}
+
+
+@pytest.mark.parametrize("case", list(SORTED))
+def test_argsort_stable_equals_cpu(case):
+    """torch.argsort(stable=True) (the example's token order by expert) and torch.sort(stable=True) on npu: one
+    aclnnSort launch each, values and indices bitwise the CPU's (the same ATen sort computes both; ties keep their
+    order)."""
+    x, dim, descending = SORTED[case]()
+    with Launches("Sort") as launches:
+        order = torch.argsort(x.npu(), dim=dim, descending=descending, stable=True)
+        values, indices = torch.sort(x.npu(), dim=dim, descending=descending, stable=True)
+    assert launches.count == {"Sort": 2}
+    expected = torch.sort(x, dim=dim, descending=descending, stable=True)
+    assert order.dtype == torch.int64 and torch.equal(order.cpu(), expected.indices)
+    assert torch.equal(values.cpu(), expected.values) and torch.equal(indices.cpu(), expected.indices)
+
+
+BINCOUNTS = {
+    "plain": lambda: (_ties(), None, 0),
+    "minlength_above_max": lambda: (_ties(high=3), None, 8),
+    "fp32_weights": lambda: (_ties(), torch.rand(64), 0),
+    "fp16_weights": lambda: (_ties(), torch.rand(64).half(), 0),  # an fp64 result
+    "empty_minlength": lambda: (torch.zeros(0, dtype=torch.int64), None, 4),
+}
+
+
+@pytest.mark.parametrize("case", list(BINCOUNTS))
+def test_bincount_equals_cpu(case):
+    """torch.bincount on npu (the example's tokens per expert): one aclnnBincount launch, bitwise the CPU's result,
+    its length (max + 1 or minlength) and dtype (int64, fp32 for fp32 weights, else fp64) included."""
+    x, weights, minlength = BINCOUNTS[case]()
+    with Launches("Bincount") as launches:
+        got = torch.bincount(x.npu(), None if weights is None else weights.npu(), minlength=minlength)
+    assert launches.count == {"Bincount": 1}
+    expected = torch.bincount(x, weights, minlength=minlength)
+    assert got.dtype == expected.dtype and torch.equal(got.cpu(), expected)
+
+
+CUMSUMS = {
+    "int64": lambda: (_ties(), 0, None),  # the example's group ends
+    "int32_to_int64": lambda: (_ties().int(), 0, None),
+    "fp32_2d_dim1": lambda: (torch.randn(5, 40), 1, None),
+    "fp32_to_fp64": lambda: (torch.randn(5, 40), 1, torch.float64),
+    "bf16_dim0": lambda: (torch.randn(30, 3).bfloat16(), 0, None),
+}
+
+
+@pytest.mark.parametrize("case", list(CUMSUMS))
+def test_cumsum_equals_cpu(case):
+    """torch.cumsum on npu: one aclnnCumsum launch, bitwise the CPU's result and dtype (an integer input sums in
+    int64)."""
+    x, dim, dtype = CUMSUMS[case]()
+    with Launches("Cumsum") as launches:
+        got = torch.cumsum(x.npu(), dim, dtype=dtype)
+    assert launches.count == {"Cumsum": 1}
+    expected = torch.cumsum(x, dim, dtype=dtype)
+    assert got.dtype == expected.dtype and torch.equal(got.cpu(), expected)
+
+
+@pytest.mark.parametrize("inplace", [False, True], ids=["index_copy", "index_copy_"])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_index_copy_equals_cpu(dim, inplace):
+    """Tensor.index_copy (the example's unsort) and index_copy_ on npu: one aclnnIndexCopy / aclnnInplaceIndexCopy
+    launch, bitwise the CPU's result; the rows (columns) not indexed keep self's values."""
+    torch.manual_seed(12)
+    self_, source = torch.randn(7, 6), torch.randn(7, 6)
+    index = torch.randperm(self_.shape[dim])[:4]
+    source = source.narrow(dim, 0, 4)
+    op = "InplaceIndexCopy" if inplace else "IndexCopy"
+    with Launches("IndexCopy", "InplaceIndexCopy") as launches:
+        got = self_.npu()
+        got = got.index_copy_(dim, index.npu(), source.npu()) if inplace else got.index_copy(dim, index.npu(),
+                                                                                               source.npu())
+    assert launches.count[op] == 1 and sum(launches.count.values()) == 1
+    assert torch.equal(got.cpu(), self_.index_copy(dim, index, source))
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_scatter_and_max_backward_equal_cpu(dim):
+    """Tensor.scatter_ (aclnnInplaceScatter, reduction none) on npu bitwise the CPU's; and the backward of max(dim)
+    (the example's gate), which scatters the gradient into zeros through it: the input's gradient the CPU's."""
+    torch.manual_seed(13)
+    x = torch.randn(4, 5, 6)
+    index = torch.randint(0, x.shape[dim], (4, 5, 6)).narrow(dim, 0, 2)
+    src = torch.randn(index.shape)
+    with Launches("InplaceScatter") as launches:
+        got = x.npu().scatter_(dim, index.npu(), src.npu())
+    assert launches.count == {"InplaceScatter": 1}
+    assert torch.equal(got.cpu(), x.clone().scatter_(dim, index, src))
+
+    grads = []
+    for device in ("npu", "cpu"):
+        leaf = x.clone().to(device).requires_grad_()
+        values, _ = leaf.max(dim)
+        (values * torch.arange(values.numel()).reshape(values.shape).float().to(device)).sum().backward()
+        grads.append(leaf.grad.cpu())
+    assert torch.equal(grads[0], grads[1])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_sigmoid_backward_equals_cpu(dtype):
+    """The backward of torch.sigmoid (the example's head) on npu: one aclnnSigmoidBackward launch, the gradient bitwise
+    the CPU's (the same ATen sigmoid_backward computes both)."""
+    torch.manual_seed(14)
+    x, g = torch.randn(8, 9).to(dtype), torch.randn(8, 9).to(dtype)
+    leaf = x.npu().requires_grad_()
+    with Launches("SigmoidBackward") as launches:
+        torch.sigmoid(leaf).backward(g.npu())
+    assert launches.count == {"SigmoidBackward": 1}
+    ref = x.clone().requires_grad_()
+    torch.sigmoid(ref).backward(g)
+    assert torch.equal(leaf.grad.cpu(), ref.grad)
+
+
+@pytest.mark.parametrize("approximate", ["tanh", "none"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_gelu_backward_is_the_tanh_form(dtype, approximate):
+    """aten.gelu_backward on npu, on the fake's Atlas A2: op-plugin calls aclnnGeluBackward, which takes no
+    `approximate` (its kernel GeluGrad is the tanh form's derivative, computed in fp32 and rounded once): bitwise the
+    CPU's gelu_backward(approximate="tanh") of the fp32 inputs, whatever `approximate` says."""
+    torch.manual_seed(15)
+    x, g = torch.randn(6, 10).to(dtype), torch.randn(6, 10).to(dtype)
+    with Launches("GeluBackward") as launches:
+        got = torch.ops.aten.gelu_backward(g.npu(), x.npu(), approximate=approximate)
+    assert launches.count == {"GeluBackward": 1}
+    expected = torch.ops.aten.gelu_backward(g.float(), x.float(), approximate="tanh").to(dtype)
+    assert got.dtype == dtype and torch.equal(got.cpu(), expected)
+
+
+BCE = {
+    "mean": lambda: ({}, "mean"),
+    "sum": lambda: ({}, "sum"),
+    "none": lambda: ({}, "none"),
+    "weight_pos_weight": lambda: ({"weight": torch.rand(5, 3), "pos_weight": torch.rand(3) * 3}, "mean"),
+    "pos_weight_none": lambda: ({"pos_weight": torch.rand(3) * 3}, "none"),
+}
+
+
+@pytest.mark.parametrize("case", list(BCE))
+def test_binary_cross_entropy_with_logits_equals_cpu(case):
+    """F.binary_cross_entropy_with_logits (the example's loss) on npu, forward and backward: one
+    aclnnBinaryCrossEntropyWithLogits and one aclnnBinaryCrossEntropyWithLogitsBackward launch; the loss bitwise the
+    CPU's (the same ATen op) and the input's gradient bitwise the CPU autograd's (the fake follows torch's formula
+    operation for operation), with weight / pos_weight and each reduction."""
+    torch.manual_seed(16)
+    kwargs, reduction = BCE[case]()
+    x, target = torch.randn(5, 3) * 3, torch.rand(5, 3)
+    g = torch.randn(5, 3) if reduction == "none" else torch.tensor(0.75)
+    results = []
+    for device in ("npu", "cpu"):
+        leaf = x.clone().to(device).requires_grad_()
+        kw = {k: v.to(device) for k, v in kwargs.items()}
+        with Launches("BinaryCrossEntropyWithLogits", "BinaryCrossEntropyWithLogitsBackward") as launches:
+            loss = F.binary_cross_entropy_with_logits(leaf, target.to(device), reduction=reduction, **kw)
+            loss.backward(g.to(device))
+        results.append((loss.detach().cpu(), leaf.grad.cpu(), launches.count))
+    (loss_npu, grad_npu, count), (loss_cpu, grad_cpu, _) = results
+    assert count == {"BinaryCrossEntropyWithLogits": 1, "BinaryCrossEntropyWithLogitsBackward": 1}
+    assert torch.equal(loss_npu, loss_cpu)
+    assert torch.equal(grad_npu, grad_cpu)
+
+
+def test_train_tiny_example_runs():
+    """README's executed example, `python examples/train_tiny.py --steps 5 --device npu`, in its own process on this
+    runtime: it exits 0 and prints `OK: 5 steps on npu` (its own check: both models' losses agree at every step)."""
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "train_tiny.py")
+    proc = subprocess.run([sys.executable, script, "--steps", "5", "--device", "npu"], env=dict(os.environ),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "OK: 5 steps on npu" in proc.stdout, proc.stdout
