@@ -568,3 +568,20 @@ def test_readme_names_every_switch_python_m_torch_ext_prints():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     section = text[text.index("### Bug reports"):text.index("## Operators")]
     assert [name for name in ENV_SWITCHES if f"`{name}`" not in section] == []
+
+
+def test_where_to_report_promises_no_address_and_says_what_to_send():
+    """install.md's "Where to report a problem" lists what to send and names no tracker the project does not have."""
+    text = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    section = text[text.index("## Where to report a problem"):]
+    assert "python -m torch_ext" in section and "--check" in section and "pip list" in section
+    assert not re.search(r"https?://|open an issue on the project", section, re.IGNORECASE)
+
+
+def test_the_npu_training_example_explains_torchs_process_group_warning():
+    """check-on-npu.md's step 4 names the warning that comes with the two loss curves on the npu device, in both
+    of torch's wordings, and says where it comes from (the example's per-device backends)."""
+    text = (ROOT / "docs" / "check-on-npu.md").read_text(encoding="utf-8")
+    for words in ("Failed to check if ProcessGroup has hooks", "No backend of type 0 found", "cpu:gloo,npu:hccl"):
+        assert words in text
+    assert "cpu:gloo," in (ROOT / "examples" / "megatron_gpt.py").read_text(encoding="utf-8")
