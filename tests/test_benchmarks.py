@@ -4,9 +4,15 @@ about targets and page faults. No timing here: speed is measured by `make bench`
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository: benchmarks/
 
 from benchmarks import report, variants  # noqa: E402
+
+# Not under the aarch64 emulation (tools/aarch64/run.sh selects -m 'not arch_independent'): no
+# architecture-specific code of the package here, and make test runs it natively.
+pytestmark = pytest.mark.arch_independent
 
 
 def test_variant_env_caps_onednn_and_inductor_per_x86_variant():

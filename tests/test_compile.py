@@ -13,6 +13,10 @@ import samples
 import torch_ext
 from torch._inductor.utils import run_and_get_code
 
+# Not under the aarch64 emulation (tools/aarch64/run.sh selects -m 'not arch_independent'): no
+# architecture-specific code of the package here, and make test runs it natively.
+pytestmark = pytest.mark.arch_independent
+
 ops = torch.ops.npu_ext
 
 

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 import torch
 
 import torch_ext
@@ -37,6 +38,7 @@ def test_show_config_on_the_cpu(monkeypatch):
     assert "megatron-core" in text
 
 
+@pytest.mark.subprocess
 def test_python_m_torch_ext_prints_it(tmp_path):
     env = dict(os.environ, ATEN_CPU_CAPABILITY="default", NPU_EXT_LOAD_NPU="0")
     # cwd: not the repository, whose torch_ext/ (sys.path[0] under -m) may not be the installed package

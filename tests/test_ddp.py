@@ -5,7 +5,12 @@ import socket
 import subprocess
 import sys
 
+import pytest
 import torch
+
+# Not under the aarch64 emulation (tools/aarch64/run.sh selects -m 'not arch_independent'): no
+# architecture-specific code of the package here, and make test runs it natively.
+pytestmark = [pytest.mark.arch_independent, pytest.mark.subprocess]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)

@@ -9,6 +9,10 @@ import pytest
 
 import torch_ext
 
+# Not under the aarch64 emulation (tools/aarch64/run.sh selects -m 'not arch_independent'): no
+# architecture-specific code of the package here, and make test runs it natively.
+pytestmark = pytest.mark.arch_independent
+
 PUBLIC_MODULES = ["torch_ext", "torch_ext.functional", "torch_ext.nn", "torch_ext.megatron", "torch_ext.torchair"]
 FUNCTIONS = {  # torch_ext.<function>: the backward operator its help names
     "gelu": "gelu_backward_v2",

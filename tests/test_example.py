@@ -5,7 +5,12 @@ import os
 import subprocess
 import sys
 
+import pytest
 import torch
+
+# Not under the aarch64 emulation (tools/aarch64/run.sh selects -m 'not arch_independent'): no
+# architecture-specific code of the package here, and make test runs it natively.
+pytestmark = pytest.mark.arch_independent
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "examples", "train_tiny.py")
@@ -18,6 +23,7 @@ def load_example():
     return mod
 
 
+@pytest.mark.subprocess
 def test_example_runs():
     r = subprocess.run([sys.executable, SCRIPT, "--steps", "6"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr

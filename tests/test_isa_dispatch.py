@@ -12,6 +12,9 @@ import torch
 
 import torch_ext  # noqa: F401
 
+# Each test starts Python subprocesses (under the aarch64 emulation they need qemu registered with binfmt_misc).
+pytestmark = pytest.mark.subprocess
+
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_isa_worker.py")
 TOL = {torch.float32: 2.0 ** -13, torch.float16: 2.0 ** -10, torch.bfloat16: 2.0 ** -7}
 

@@ -32,6 +32,10 @@ import torch_ext.megatron as tm
 from torch_ext import _releases
 from oracle import assert_accurate
 
+# Not under the aarch64 emulation (tools/aarch64/run.sh selects -m 'not arch_independent'): no
+# architecture-specific code of the package here, and make test runs it natively.
+pytestmark = pytest.mark.arch_independent
+
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # "Transformer Engine and Apex are not installed" and friends
     from megatron.core import package_info
@@ -697,6 +701,7 @@ class TestImportErrors(expecttest.TestCase):
                                    f"megatron-core; tested with {tested})"))
 
 
+@pytest.mark.subprocess
 def test_import_torch_ext_does_not_import_megatron(tmp_path):
     code = "import sys, torch_ext, torch_ext.megatron; print(any(m.split('.')[0] == 'megatron' for m in sys.modules))"
     # cwd: not the repository (sys.path[0] is the cwd under -c), so the installed torch_ext is the one imported
@@ -744,6 +749,7 @@ def test_gpt_trains_the_same_with_the_patch():
     assert not example.curves_agree([x * 1.03 for x in ours], base)  # the comparison can fail
 
 
+@pytest.mark.subprocess
 def test_example_runs():
     r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "megatron_gpt.py"), "--steps", "3"],
                        capture_output=True, text=True, timeout=600)

@@ -36,7 +36,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 from megatron_gpt import curves_agree  # noqa: E402
 from test_ddp import free_port  # noqa: E402
 
-pytestmark = [
+# Not under the aarch64 emulation (tools/aarch64/run.sh selects -m 'not arch_independent'): no
+# architecture-specific code of the package here, and make test runs it natively.
+pytestmark = [pytest.mark.arch_independent, 
     pytest.mark.skipif(bool(os.environ.get("ATEN_CPU_CAPABILITY")),
                        reason="runs once, in make test's first pass (ATEN_CPU_CAPABILITY is set: a pass per kernel "
                               "variant, where the same two-process training would only run again)"),

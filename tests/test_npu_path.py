@@ -891,6 +891,7 @@ def no_kernel(api, soc, phase, status):
             f"{where} with status {status}, {name})")
 
 
+@pytest.mark.arch_independent
 def test_missing_entry_points_fall_back(backend):
     """A CANN without aclnnLogitGrad: the CPU kernel on host copies, one warning. Without
     aclnnGroupedBiasAddGradV2 (CANN < 8.5): counts become cumulative ends for aclnnGroupedBiasAddGrad."""
@@ -942,6 +943,7 @@ def test_operators_outside_libopapi_are_found(backend, tmp_path):
     assert result == {"equal": True, "calls": 2}  # the probe and the call, in the feature library
 
 
+@pytest.mark.arch_independent
 def test_old_soc_falls_back_or_raises_at_the_call(backend):
     """An Ascend910A (before A2): the A2/A3-only operators fall back to the CPU; GeluBackwardV2 and PreluBackward
     run there but reject bf16, which is raised at the call with aclnn's status and reason (nothing queued)."""
@@ -964,6 +966,7 @@ def test_old_soc_falls_back_or_raises_at_the_call(backend):
               "support list of this SoC (FLOAT, FLOAT16).")
 
 
+@pytest.mark.arch_independent
 def test_no_cpu_fallback_switch(backend):
     steps, warnings = run_scenario("no_fallback", missing="aclnnLogitGrad",
                                    NPU_EXT_NO_CPU_FALLBACK="1")
@@ -977,6 +980,7 @@ def test_no_cpu_fallback_switch(backend):
 ASCEND950 = "Ascend950PR_9579"
 
 
+@pytest.mark.arch_independent
 @pytest.mark.ascend950
 def test_soc_without_the_kernel_falls_back(backend):
     """An Ascend950 whose CANN has aclnnLogitGrad and aclnnGroupedBiasAddGrad(V2) but no Ascend950 kernel for them
@@ -1001,6 +1005,7 @@ def test_soc_without_the_kernel_falls_back(backend):
         assert steps[name]["close"] and steps[name]["queue_clean"] and steps[name]["aclnn"] == {api: 4}
 
 
+@pytest.mark.arch_independent
 @pytest.mark.ascend950
 def test_soc_without_the_kernel_and_no_cpu_fallback(backend):
     steps, warnings = run_scenario("no_kernel_strict", NPU_FAKE_SOC=ASCEND950,
@@ -1020,6 +1025,7 @@ def test_soc_without_the_kernel_and_no_cpu_fallback(backend):
 @pytest.mark.ascend950
 @pytest.mark.parametrize("soc", [ASCEND950, "Ascend950DT_9591"] + (
     ["Ascend910_9589", "Ascend910_957c"] if BACKEND is npu_backend.Standin else []))
+@pytest.mark.arch_independent
 def test_ascend950(backend, soc):
     """Ascend950 under its current names and the Ascend910_95xx names of older toolchains: every operator runs on
     the NPU (bf16 prelu included: ASCEND950 lies inside aclnnPreluBackward's ASCEND910B..ASCEND910E range) and
@@ -1041,6 +1047,7 @@ def test_ascend950(backend, soc):
     assert steps["prelu_fp16_overflow"]["got"] == [[math.inf], [-300.0]]
 
 
+@pytest.mark.arch_independent
 def test_probe_is_refused_during_graph_capture(backend):
     """The one-time probe synchronises the device: not possible while the stream is captured into a graph, so a
     first call there is a clear error; after a call outside the capture, the operator is captured as usual."""

@@ -4,6 +4,12 @@ import one another one way only)."""
 import ast
 from pathlib import Path
 
+import pytest
+
+# Not under the aarch64 emulation (tools/aarch64/run.sh selects -m 'not arch_independent'): no
+# architecture-specific code of the package here, and make test runs it natively.
+pytestmark = pytest.mark.arch_independent
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -26,6 +26,10 @@ import samples  # noqa: E402
 import torch_ext  # noqa: E402
 import torch_ext.torchair as ta  # noqa: E402
 
+# Not under the aarch64 emulation (tools/aarch64/run.sh selects -m 'not arch_independent'): no
+# architecture-specific code of the package here, and make test runs it natively.
+pytestmark = pytest.mark.arch_independent
+
 ops = torch.ops.npu_ext
 f64 = torch.float64
 DECOMPS = ta.decompositions()

@@ -29,10 +29,15 @@ import subprocess
 import sys
 
 import expecttest
+import pytest
 import torch
 
 import torch_ext
 from torch_ext import _releases
+
+# Not under the aarch64 emulation (tools/aarch64/run.sh selects -m 'not arch_independent'): no
+# architecture-specific code of the package here, and make test runs it natively.
+pytestmark = pytest.mark.arch_independent
 
 PACKAGE = os.path.dirname(os.path.abspath(torch_ext.__file__))
 # The stand-in torch_npu's release: a .postN that a build of the previous one does not load under (the release table)

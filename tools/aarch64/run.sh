@@ -11,7 +11,7 @@
 #           /proc/cpuinfo and midr_el1 files into the sysroot, register qemu-aarch64 with binfmt_misc
 #   build   cross-build torch_ext._C for aarch64: setup.py runs under the emulated python (so setup.py sees
 #           an aarch64 machine and compiles the kernels once, DEFAULT variant) with the host cross compiler
-#   test    pytest under emulation (QEMU_CPU, default neoverse-n1), the whole suite unless EMULATION_DESELECT
+#   test    pytest under emulation (QEMU_CPU, default neoverse-n1), the whole suite but the tests marked arch_independent
 #           below names tests that cannot run emulated, spread over TEST_WORKERS processes (default: one per
 #           core); extra args go to pytest
 #   npu-check [PYTHON]  tools/npu_compile_check.sh for aarch64: every csrc/npu/*.cpp compiled with the cross
@@ -232,50 +232,26 @@ build() {
 }
 
 # ------------------------------------------------------------------------------------------------- test
-# Tests not run under emulation, each with its reason (pytest --deselect IDs; docs/testing.md lists them too).
-# tests/test_torchair.py: AOTAutograd graph tracing of torch_ext.torchair's decompositions, pure Python with no
-# architecture-specific code (the kernels it calls are tested emulated by the other files); 130 s emulated,
-# 20 s natively, where make test runs it. Everything else runs emulated (torch.compile, DDP and the
-# subprocess tests included). Tests can also tell they run emulated from NPU_EXT_EMULATED=1 (set in
-# emu_env). Extra pytest arguments: tools/aarch64/run.sh test ARGS (e.g. --deselect ID for a local run).
-# The scenario tests of tests/test_npu_path.py (test_missing_entry_points_fall_back,
-# test_old_soc_falls_back_or_raises_at_the_call, test_no_cpu_fallback_switch, test_soc_without_the_kernel_*,
-# test_ascend950, test_probe_is_refused_during_graph_capture): the NPU path's CPU fallback when CANN lacks an
-# aclnn entry point, the SoC predates A2 or the CANN has no kernel for it, the switch that turns it off, the
-# Ascend950 kernels and names, in Python subprocesses that each import torch (no architecture-specific code;
-# about 43 s each emulated, 2-3 s natively, where make test runs them); the rest of that file runs emulated.
-# Also not emulated, to keep CI within 60 minutes on an AVX2-only host (the emulated suite took most of a CI run
-# there): the files with no architecture-specific code of the package, whose npu_ext calls go through the same
-# kernels the op files test emulated, and which run natively in make test: torch.compile and export
-# (tests/test_compile.py: inductor compiling under qemu), DDP over gloo (tests/test_ddp.py), Megatron
-# (tests/test_megatron.py, test_megatron_tp.py: GPT training), the examples (tests/test_example.py), the docs and
-# docstrings, the benchmark's bookkeeping, and the version harness (tests/test_version_mismatch.py: x86-64
-# venvs).
-EMULATION_DESELECT=(tests/test_compile.py tests/test_ddp.py tests/test_megatron.py tests/test_megatron_tp.py
-                    tests/test_example.py tests/test_docs.py tests/test_docstrings.py tests/test_benchmarks.py
-                    tests/test_version_mismatch.py
-                    tests/test_torchair.py tests/test_npu_path.py::test_missing_entry_points_fall_back
-                    tests/test_npu_path.py::test_old_soc_falls_back_or_raises_at_the_call
-                    tests/test_npu_path.py::test_no_cpu_fallback_switch
-                    tests/test_npu_path.py::test_soc_without_the_kernel_falls_back
-                    tests/test_npu_path.py::test_soc_without_the_kernel_and_no_cpu_fallback
-                    tests/test_npu_path.py::test_ascend950
-                    tests/test_npu_path.py::test_probe_is_refused_during_graph_capture)
-# Tests that start the (aarch64) python as a subprocess: they need qemu-aarch64 registered with binfmt_misc.
-SUBPROCESS_TESTS=(tests/test_ddp.py tests/test_example.py::test_example_runs tests/test_isa_dispatch.py
-                  tests/test_megatron.py::test_example_runs tests/test_megatron.py::test_import_torch_ext_does_not_import_megatron
-                  tests/test_config.py::test_python_m_torch_ext_prints_it)
+# Tests not run under emulation are marked arch_independent (pyproject.toml; each file or test says why): the files
+# with no architecture-specific code of the package, whose npu_ext calls go through the same kernels the op files
+# test emulated, and which make test runs natively (torch.compile and export, DDP, Megatron, the examples, the docs,
+# docstrings and repository checks, the benchmark's bookkeeping, the version harness, torchair's graph tracing: 130 s
+# emulated against 20 s natively), and the scenario tests of tests/test_npu_path.py (each imports torch in a Python
+# subprocess: about 43 s emulated, 2-3 s natively). Kept out to hold CI within its budget on an AVX2-only host (the
+# emulated suite took most of a CI run there). Tests can also tell they run emulated from NPU_EXT_EMULATED=1 (set in
+# emu_env). Tests that start the (aarch64) python as a subprocess are marked subprocess: they need qemu-aarch64
+# registered with binfmt_misc. Extra pytest arguments: tools/aarch64/run.sh test ARGS (e.g. -k NAME for a local run).
 
 test_suite() {
   local t0; t0=$(now)
-  local args=()
-  for d in "${EMULATION_DESELECT[@]}"; do args+=(--deselect "$d"); done
+  local select="not arch_independent"
   if ! binfmt_ready; then
     # without binfmt_misc the kernel cannot exec the aarch64 python that these tests start as a subprocess
-    log "binfmt_misc has no aarch64 entry (not root, or it cannot be mounted): deselecting the tests that" \
-        "start python subprocesses: ${SUBPROCESS_TESTS[*]}"
-    for d in "${SUBPROCESS_TESTS[@]}"; do args+=(--deselect "$d"); done
+    log "binfmt_misc has no aarch64 entry (not root, or it cannot be mounted): not running the tests marked" \
+        "subprocess (they start python subprocesses)"
+    select="$select and not subprocess"
   fi
+  local args=(-m "$select")
   # one emulated pytest worker per core (pytest-xdist; TEST_WORKERS=0 runs the tests in one process): each
   # qemu-aarch64 process runs mostly on one host core, so this halves the run on a 2-core machine
   local workers="${TEST_WORKERS:-$(nproc)}"
