@@ -73,14 +73,6 @@ test: build
 	done
 	$(MAKE) test-npu TORCH_NPU=$(DEFAULT_TORCH_NPU)
 
-# The documentation's code blocks, as a reader runs them (tests/docs/test_pages.py; docs/testing.md): those of the CPU
-# sandbox, then those of the default torch_npu's runtime over the fake CANN, each in a scratch venv over .venv's (or
-# .venv-npu's) packages and a copy of the tree under build/docs; the MindSpeed runtime's run in make test-mindspeed.
-test-docs: build $(NPU_VENV)/.stamp-venv
-	for rt in cpu npu; do \
-	  NPU_EXT_DOCS_RUNTIME=$$rt $(PY) -m pytest -q -p no:cacheprovider tests/docs || exit 1; \
-	done
-
 # make bench BENCH_ARGS=--variants: once per kernel variant the CPU has (see docs/performance.md).
 bench: build
 	$(PY) -m benchmarks.run --quick $(BENCH_ARGS)
@@ -123,6 +115,14 @@ $(NPU_BUILD)/.stamp: $(NPU_VENV)/.stamp-venv $(SOURCES)
 	mv $@.start $@
 
 npu-build: $(NPU_BUILD)/.stamp
+
+# The documentation's code blocks, as a reader runs them (tests/docs/test_pages.py; docs/testing.md): those of the CPU
+# sandbox, then those of the default torch_npu's runtime over the fake CANN, each in a scratch venv over .venv's (or
+# .venv-npu's) packages and a copy of the tree under build/docs; the MindSpeed runtime's run in make test-mindspeed.
+test-docs: build $(NPU_VENV)/.stamp-venv
+	for rt in cpu npu; do \
+	  NPU_EXT_DOCS_RUNTIME=$$rt $(PY) -m pytest -q -p no:cacheprovider tests/docs || exit 1; \
+	done
 
 # make test-npu TORCH_NPU=<release> (any row of the release table): that torch_npu and its torch in
 # their own venv (build/versions/<release>), the package installed there with README's Ascend command from a clean
