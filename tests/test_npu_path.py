@@ -1129,6 +1129,7 @@ def test_status_report_in_show_config(backend):
     assert f"logit_grad: aclnnLogitGrad found; device {backend.device_index}: kernel present, runs on the NPU" in ops._npu_status()
 
 
+@pytest.mark.arch_independent
 @pytest.mark.ascend950
 def test_status_report_without_kernels(backend):
     """What a user sees before filing a bug: a missing entry point and a SoC without the kernel, each with the
