@@ -69,6 +69,12 @@ for d in {dirs!r}:
 '''
 
 
+def _environment(env0):
+    """The variables of `env -0`'s output, without the shell's own bookkeeping."""
+    pairs = (item.partition("=") for item in env0.split("\0"))
+    return {name: value for name, sep, value in pairs if sep and name not in _SHELL_VARS}
+
+
 def _scratch_venv(base_python, venv):
     shutil.rmtree(venv, ignore_errors=True)
     subprocess.run([base_python, "-m", "venv", str(venv)], check=True)
@@ -114,8 +120,7 @@ def runtime():
         # again, as a reader on a fresh host does)
         out = subprocess.run(["bash", "-c", f"source {ascend}/ascend-toolkit/set_env.sh && env -0"], env=env,
                              check=True, capture_output=True, text=True).stdout
-        env = dict(item.partition("=")[::2] for item in out.split("\0") if "=" in item)
-        env = {k: v for k, v in env.items() if k not in _SHELL_VARS}
+        env = _environment(out)
     ccache = "/usr/lib/ccache"
     env.update(
         VIRTUAL_ENV=os.path.dirname(os.path.dirname(py)),
@@ -137,12 +142,7 @@ def _run_bash(example, env, src, ascend):
         script = (f"set -e -o pipefail -a\ntrap 'env -0 > {after.name}' EXIT\ncd {src}\n{source}")
         proc = subprocess.run(["bash", "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
-        carried = {}
-        for item in after.read().split("\0"):
-            name, sep, value = item.partition("=")
-            if sep and name not in _SHELL_VARS:
-                carried[name] = value
-    return proc, carried
+        return proc, _environment(after.read())
 
 
 def _run_python(example, env, home):
