@@ -59,7 +59,7 @@ $(VENV)/.stamp-build: $(VENV)/.stamp-venv $(SOURCES)
 build: $(VENV)/.stamp-build
 
 # The tests: the whole suite natively, then the NPU path inside the real runtime of the default torch_npu (test-npu
-# below, which also builds every csrc/npu source against that torch_npu's headers).
+# below, which also builds every NPU source against that torch_npu's headers).
 # The whole suite runs once per CPU kernel variant this machine can run: first as the process picks it (the
 # best one), then with each lower variant forced through ATEN_CPU_CAPABILITY (x86-64: avx2, default; other
 # architectures build the DEFAULT variant alone). tools/cpu_variants.py lists them. Each pass spreads the tests
@@ -80,7 +80,7 @@ bench: build
 bench-full: build
 	$(PY) -m benchmarks.run --full
 
-# NPU path, no NPU needed. npu-check: every csrc/npu source compiles against the default torch_npu wheel's headers
+# NPU path, no NPU needed. npu-check: every NPU source compiles against the default torch_npu wheel's headers
 # (downloaded once into build/npu-check, never installed), for x86-64 with g++ and for aarch64 with
 # aarch64-linux-gnu-g++ against the aarch64 wheels (tools/aarch64/run.sh npu-check). Not in CI: make test's
 # test-npu builds the same sources against the same (architecture-independent) headers for real, and the aarch64

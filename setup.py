@@ -1,11 +1,10 @@
 """Build of torch_ext._C: the npu_ext operators for CPU and Meta (and, with torch_npu, the NPU).
 
 Two kinds of C++ sources are compiled differently:
-  * registration, validation and op-level code (csrc/*.cpp, csrc/autograd, csrc/common, csrc/cpu/*.cpp,
-    csrc/meta): once, with no ISA flags, so nothing that runs at import time can contain an instruction the CPU
-    lacks;
-  * math kernels (csrc/cpu/kernels/*.cpp): once per ISA variant, each with its own CPU_CAPABILITY macro and
-    -m flags, into its own object directory, then linked into the same module.
+  * registration, validation and op-level code (csrc/core, and every csrc/ops/<family>/*.cpp but the kernels):
+    once, with no ISA flags, so nothing that runs at import time can contain an instruction the CPU lacks;
+  * math kernels (csrc/ops/<family>/kernel_*.cpp): once per ISA variant, each with its own CPU_CAPABILITY macro
+    and -m flags, into its own object directory, then linked into the same module.
 """
 
 import glob
@@ -24,14 +23,25 @@ def _rel(paths):
     return sorted(os.path.relpath(p, ROOT) for p in paths)
 
 
+# The sources of each operator family (csrc/ops/<family>/, see docs/adding-an-operator.md) and of the shared core
+# (csrc/core/): every .cpp is found by its place and name, so a new operator folder needs no edit here.
+#   kernel_*.cpp  the CPU kernels, compiled once per ISA variant;
+#   npu.cpp       the NPU launch, compiled into torch_ext._C_npu (with the core/npu sources, and the checks and
+#                 composites it calls);
+#   any other     compiled once into torch_ext._C.
+OPS = os.path.join(CSRC, "ops")
+OP_SOURCES = glob.glob(os.path.join(OPS, "*", "*.cpp"))
+KERNEL_SOURCES = _rel(p for p in OP_SOURCES if os.path.basename(p).startswith("kernel_"))
 MAIN_SOURCES = _rel(
-    glob.glob(os.path.join(CSRC, "*.cpp"))
-    + glob.glob(os.path.join(CSRC, "autograd", "*.cpp"))
-    + glob.glob(os.path.join(CSRC, "common", "*.cpp"))
-    + glob.glob(os.path.join(CSRC, "cpu", "*.cpp"))
-    + glob.glob(os.path.join(CSRC, "meta", "*.cpp"))
+    glob.glob(os.path.join(CSRC, "core", "*.cpp"))
+    + glob.glob(os.path.join(CSRC, "core", "cpu", "*.cpp"))
+    + [p for p in OP_SOURCES if not os.path.basename(p).startswith("kernel_") and os.path.basename(p) != "npu.cpp"]
 )
-KERNEL_SOURCES = _rel(glob.glob(os.path.join(CSRC, "cpu", "kernels", "*.cpp")))
+NPU_SOURCES = _rel(
+    glob.glob(os.path.join(CSRC, "core", "npu", "*.cpp"))
+    + [os.path.join(CSRC, "core", "checks.cpp")]
+    + [p for p in OP_SOURCES if os.path.basename(p) in ("npu.cpp", "checks.cpp", "composite.cpp")]
+)
 HEADERS = _rel(glob.glob(os.path.join(CSRC, "**", "*.h"), recursive=True))
 
 # ISA variant name -> extra compiler flags for the kernel sources, per target architecture (the variants and
@@ -39,7 +49,7 @@ HEADERS = _rel(glob.glob(os.path.join(CSRC, "**", "*.h"), recursive=True))
 # every other architecture: DEFAULT alone (on aarch64 ATen's Vectorized is NEON code without any flag; Kunpeng
 # 920, the CPU of Ascend training hosts, has no SVE). No ISA flag ever reaches a compiler of another target.
 # DEFAULT must stay first: the linker keeps the first copy of any inline function the variants share, and
-# that copy must be the one without ISA flags. csrc/cpu/dispatch.cpp picks the variant at run time; the
+# that copy must be the one without ISA flags. csrc/core/cpu/isa.cpp picks the variant at run time; the
 # NPU_EXT_X86_VARIANTS macro tells it (and every other source) that the AVX2/AVX512 variants are linked in.
 # -ffp-contract=off: no implicit FMA contraction, so the rounding of every kernel expression is the one
 # written in the source, the same for full vectors and tails.
@@ -117,7 +127,7 @@ ISA_VARIANTS = X86_VARIANTS if ALL_VARIANTS else PORTABLE_VARIANTS
 ARCH_DEFINES = ["-DNPU_EXT_X86_VARIANTS"] if ALL_VARIANTS else []
 
 # -g0: no debug information (Python's own CFLAGS, which setuptools puts first, ask for -g): it doubles the compile
-# time of every torch-heavy source (csrc/autograd/forward_ops.cpp: 58 s with -g, 30 s without, AMD EPYC Zen 3) for
+# time of every torch-heavy source (an autograd source of 0.5.0: 58 s with -g, 30 s without, AMD EPYC Zen 3) for
 # symbols nobody reads in a release build. The sanitizer build below turns line tables (-g1) back on.
 CXX_FLAGS = ["-O3", "-g0", "-std=c++20", "-fopenmp", "-Wall", "-Wno-unused-function"] + ARCH_DEFINES
 LINK_FLAGS = ["-fopenmp"]
@@ -131,7 +141,7 @@ if os.environ.get("NPU_EXT_SANITIZE") == "1":
 
 # Unity build: the sources of each kind are compiled as a few generated translation units that #include them, one
 # per job the build runs at once (MAX_JOBS, as torch's ninja build; else one per core). Most of an object's compile
-# time is torch's headers (ATen/ATen.h and the templates they instantiate: about 80% of csrc/cpu/gelu_backward_v2.cpp
+# time is torch's headers (ATen/ATen.h and the templates they instantiate: about 80% of a CPU op source
 # measured on an AMD EPYC Zen 3), and a unity unit pays for them once for all its sources: three op sources in one
 # unit compile in the time of one. The sources stay one file per op per backend (the file-local helpers of each
 # sit in a namespace of its own, so they can share a unit); compiler messages name them. NPU_EXT_UNITY=0 compiles
@@ -267,7 +277,7 @@ def _cpu_extension():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# NPU (Ascend): torch_ext._C_npu, the PrivateUse1 kernels in csrc/npu calling aclnn through torch_npu's
+# NPU (Ascend): torch_ext._C_npu, the PrivateUse1 kernels (csrc/ops/<family>/npu.cpp) calling aclnn through torch_npu's
 # EXEC_NPU_CMD_EXT. Built only when torch_npu is installed (found WITHOUT importing it: importing needs CANN);
 # NPU_EXT_BUILD_NPU=0 forces it off, NPU_EXT_BUILD_NPU=1 forces it on (and fails if torch_npu is missing).
 
@@ -298,10 +308,9 @@ def _npu_extension():
     npu_dir, version = found
     major, minor = version.split("+")[0].split(".")[:2]
     include = os.path.join(npu_dir, "include")
-    npu_sources = _rel(glob.glob(os.path.join(CSRC, "npu", "*.cpp")))
     # hit_cache_ext's shape is read from the headers, not from the version: torch_npu changed it inside a release
     # (a .postN with 2.13's deterministic-level form and no SetExecConfig, the release table's post_release_evidence;
-    # csrc/npu/torch_npu_compat.h)
+    # csrc/core/npu/torch_npu_compat.h)
     common_base = os.path.join(include, "third_party", "op-plugin", "op_plugin", "utils", "op_api_common_base.h")
     try:
         with open(common_base) as f:
@@ -310,18 +319,17 @@ def _npu_extension():
         level_form = int(int(major) * 100 + int(minor) >= 213)
     return CppExtension(
         name="torch_ext._C_npu",
-        # private copies of the shared validation and of the forward composites (the fallback of the forward ops'
-        # native kernels): extension modules do not share symbols
-        sources=npu_sources + _rel([os.path.join(CSRC, "common", "checks.cpp"),
-                                    os.path.join(CSRC, "common", "forward_composite.cpp")]),
+        # with private copies of the checks and of the composites (the fallback of the forward ops' native kernels):
+        # extension modules do not share symbols. NPU_EXT_NPU_MODULE keeps the composites from registering again.
+        sources=NPU_SOURCES,
         include_dirs=[CSRC, include, os.path.join(include, "third_party", "op-plugin"),
                       os.path.join(include, "third_party", "acl", "inc"),
                       os.path.join(include, "third_party", "hccl", "inc")],
         depends=HEADERS,
         # CURRENT_VERSION: torch_npu's headers select their variant by it; NPU_EXT_TORCH_NPU_VERSION:
-        # csrc/npu/torch_npu_compat.h selects how aclnn is called (op-plugin's extension API from torch_npu 2.7);
+        # csrc/core/npu/torch_npu_compat.h selects how aclnn is called (op-plugin's extension API from torch_npu 2.7);
         # NPU_EXT_HIT_CACHE_LEVEL: hit_cache_ext takes the deterministic level
-        define_macros=[("CURRENT_VERSION", f"V{major}R{minor}"),
+        define_macros=[("NPU_EXT_NPU_MODULE", None), ("CURRENT_VERSION", f"V{major}R{minor}"),
                        ("NPU_EXT_TORCH_NPU_VERSION", str(int(major) * 100 + int(minor))),
                        ("NPU_EXT_HIT_CACHE_LEVEL", str(level_form))],
         extra_compile_args={"cxx": ["-O2", "-g0", "-std=c++20", "-Wall", "-Wno-unused-function"]},

@@ -5,7 +5,7 @@ Imported by benchmarks.run only when torch_npu is installed. Two parts:
   * launch counts (only inside the fake CANN of `make test-npu`, whose counters it reads): per forward op and
     case, the device kernels one call launches (each aclnn operator plus the copies an operator makes of
     inputs it needs contiguous), the host<->device copies and the synchronisations, forward and backward, with
-    the native kernels (csrc/npu) and with the ATen composite (NPU_EXT_NPU_FORWARD=composite), and the peak device
+    the native kernels (csrc/ops/*/npu.cpp) and with the ATen composite (NPU_EXT_NPU_FORWARD=composite), and the peak device
     memory of a large softmax.
 It has never run on an NPU. On the fake CANN every time is the host's time for the fake's models, not a device's,
 and the report says so. The time comparisons need a SoC whose torch_npu routes the fake models: Ascend950
@@ -269,7 +269,7 @@ def main(args, mode_name, mode, out_dir):
     with open(os.path.join(out_dir, f"npu-{mode_name}-counts.json"), "w") as f:
         json.dump({"counts": rows, "softmax_extra_peak_bytes": peak}, f, indent=1)
     print("\nDevice kernels per call (aclnn operators + copies they make; +h2d/d2h copies and synchronisations), "
-          "native kernels (csrc/npu) / ATen composite; backward through autograd:\n")
+          "native kernels (csrc/ops/*/npu.cpp) / ATen composite; backward through autograd:\n")
     print(counts_table(rows))
     print(f"\nscaled_masked_softmax bf16 {'[2, 8, 512, 512]' if mode_name == 'quick' else '[2, 8, 2048, 2048]'}: "
           f"extra peak device memory native {peak['native'] / 2**20:.1f} MiB, "

@@ -1,11 +1,11 @@
-"""The two harnesses that run the NPU path (csrc/npu) without an NPU, behind one interface for the NPU-path tests
+"""The two harnesses that run the NPU path (csrc/ops/*/npu.cpp) without an NPU, behind one interface for the NPU-path tests
 (tests/test_npu_path.py, tests/npu_path_scenarios.py).
 
 * ``FakeCann`` (x86-64, ``make test-npu``): the REAL torch_npu runtime (a release of the release table) on the
   fake CANN libraries of tests/fake_cann. torch_ext is the build with torch_ext._C_npu; tensors are real ``npu``
   tensors made by torch_npu, the NPU kernels run through torch_npu's own argument conversion, executor cache and
   task queue into the fake libopapi.so.
-* ``Standin`` (the aarch64 emulation only, where the real torch_npu wheel is not run): csrc/npu compiled against the
+* ``Standin`` (the aarch64 emulation only, where the real torch_npu wheel is not run): the NPU sources compiled against the
   stand-in headers of tests/npu_stub (their own EXEC_NPU_CMD machinery with torch_npu's contract), its PrivateUse1
   kernels called on CPU tensors with ``OpOverload.redispatch``; the aclnn side is the same operator models
   (tests/fake_cann/opapi/nnopbase.cpp, backward.cpp) built without torch.

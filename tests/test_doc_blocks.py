@@ -81,7 +81,7 @@ def test_at_most_a_quarter_is_not_run():
 
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.kind == "text"], ids=lambda b: b.where)
 def test_listings_name_existing_paths(block):
-    """A listing's first column (csrc/cpu/<op>.cpp, csrc/autograd/{forward,backward}_ops.cpp, ...) names files."""
+    """A listing's first column (csrc/ops/<family>/cpu.cpp, csrc/core/cpu/{isa,vec}.h, ...) names files."""
     for line in block.source.splitlines():
         first = line.split()[0].rstrip(",") if line.strip() and not line.startswith(" ") else ""
         if "/" not in first:

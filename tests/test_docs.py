@@ -325,10 +325,11 @@ def test_the_install_command_is_one():
 
 # ----------------------------------------------------------------------------------------------------------
 # Every schema the documentation quotes (a table row `| ... | \`op\` | \`(args) -> returns\` | ...`) is the one
-# csrc/schemas.cpp defines for that op.
+# its operator family's csrc/ops/<family>/library.cpp defines for that op.
 def schemas():
-    """{"op" or "op.overload": "(args) -> returns"} from csrc/schemas.cpp's m.def calls."""
-    text = (ROOT / "csrc" / "schemas.cpp").read_text(encoding="utf-8")
+    """{"op" or "op.overload": "(args) -> returns"} from the m.def calls of csrc/ (each family's library.cpp, and the
+    core's introspection op)."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "csrc").rglob("*.cpp")))
     out = {}
     for call in re.findall(r"m\.def\(((?:\s*\"(?:[^\"\\]|\\.)*\")+)\s*\)", text):
         schema = "".join(bytes(lit, "utf-8").decode("unicode_escape") for lit in re.findall(r'"((?:[^"\\]|\\.)*)"', call))
@@ -351,9 +352,9 @@ def test_every_quoted_schema_is_the_registered_one():
     assert len(defined) == 16, sorted(defined)  # 5 backward ops, their .out overloads, 5 forward ops, one probe
     quoted = [(f.name, n, op, sch) for f in current_docs() for n, op, sch in quoted_schemas(f)]
     assert len(quoted) >= 10, quoted  # README's and operators.md's tables
-    bad = [f"{name}:{n}: {op}{sch} (csrc/schemas.cpp: {op}{defined.get(op)})" for name, n, op, sch in quoted
+    bad = [f"{name}:{n}: {op}{sch} (library.cpp: {op}{defined.get(op)})" for name, n, op, sch in quoted
            if defined.get(op) != sch]
-    assert not bad, "schemas that differ from csrc/schemas.cpp:\n" + "\n".join(bad)
+    assert not bad, "schemas that differ from the registered ones (csrc/ops/<family>/library.cpp):\n" + "\n".join(bad)
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """torch_npu's executor cache with the extension's aclnn calls, in the real torch_npu runtime on the fake CANN
 (make test-npu, and every release row of make test-versions; skipped elsewhere).
 
-On torch_npu 2.7.1 and later the NPU path calls aclnn through op-plugin's extension API (csrc/npu/torch_npu_compat.h),
+On torch_npu 2.7.1 and later the NPU path calls aclnn through op-plugin's extension API (csrc/core/npu/torch_npu_compat.h),
 so a call repeated with the same shapes is answered from torch_npu's executor cache: torch_npu hashes the arguments
 (each tensor's sizes, dtype, strides, offset and storage size; scalars by their bytes; strings by content; the
 deterministic setting, or level from 2.13; device, stream and the operator's name), and on a hit launches the kept

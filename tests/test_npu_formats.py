@@ -6,7 +6,7 @@ shape stays, its memory holds a tiled, zero-padded layout. torch_npu creates the
 (the default before Atlas A2; `torch.npu.config.allow_internal_format = True` here, the fake being an Ascend910B3).
 torch_npu itself never passes one to an aclnn operator: op-plugin's generated dispatch sends a call with such an
 input to the operator's acl_op kernel (whose graph inserts TransData). The extension has no acl_op kernels: it casts
-such an input to its base format before aclnn (csrc/npu/torch_npu_compat.h, base_format), and computes an output
+such an input to its base format before aclnn (csrc/core/npu/torch_npu_compat.h, base_format), and computes an output
 the caller gave in a private format into a base-format temporary that torch_npu's copy_ converts back (OutSlot).
 
 The fake CANN makes such tensors the way CANN does on torch_npu's acl_op route: an Identity whose descriptors carry

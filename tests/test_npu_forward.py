@@ -1,4 +1,4 @@
-"""The forward ops as native aclnn kernels on the NPU (csrc/npu/{gelu,prelu,logit,scaled_masked_softmax,
+"""The forward ops as native aclnn kernels on the NPU (csrc/ops/{gelu,prelu,logit,scaled_masked_softmax,
 grouped_bias_add}.cpp), inside the real torch_npu runtime on the fake CANN (make test-npu; skipped elsewhere).
 
 The device kernels each call launches are counted by the fake CANN (each aclnn operator, plus one copy for every

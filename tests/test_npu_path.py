@@ -1,4 +1,4 @@
-"""The NPU path (csrc/npu/*.cpp) without an NPU: inside the real torch_npu 2.13.0 runtime on the fake CANN
+"""The NPU path (csrc/ops/*/npu.cpp) without an NPU: inside the real torch_npu 2.13.0 runtime on the fake CANN
 (``make test-npu``, x86-64), or against the host stand-in under the aarch64 emulation (tests/npu_backend.py).
 
 The NPU kernels run on fp32/fp16/bf16, contiguous, transposed, offset, strided and broadcast (stride-0) inputs and
@@ -923,7 +923,7 @@ print(json.dumps({"equal": torch.equal(got, torch.ops.npu_ext.logit_grad(x, dy, 
 def test_operators_outside_libopapi_are_found(backend, tmp_path):
     """A CANN whose aclnnLogitGrad lives in an aclnn feature library (libaclnn_ops_train.so), not in libopapi.so:
     op-plugin's GetOpApiFuncAddr searches the feature libraries after libopapi.so (branch 6.0.0 for torch_npu 2.6,
-    where csrc/npu/torch_npu_compat.cpp searches the same list itself, and every later branch), so the operator is
+    where csrc/core/npu/torch_npu_compat.cpp searches the same list itself, and every later branch), so the operator is
     found and runs on the device (NPU_EXT_NO_CPU_FALLBACK=1: a fallback would be an error)."""
     if backend.name != "fake_cann":
         return  # the stand-in has no library search (tools/aarch64/run.sh does not run this test)
@@ -1098,7 +1098,7 @@ def test_host_work_is_refused_during_graph_capture(backend):
 # ----------------------------------------------------------------------------------------------------------
 # The status report (npu_ext::_npu_status, shown by python -m torch_ext).
 def aclnn_layer():
-    """The report's 'aclnn calls:' line for the torch_npu the NPU sources were built against (csrc/npu/
+    """The report's 'aclnn calls:' line for the torch_npu the NPU sources were built against (csrc/core/npu/
     torch_npu_compat.cpp; the aarch64 stand-in declares 2.13's API)."""
     if BACKEND is npu_backend.FakeCann:
         import importlib.metadata

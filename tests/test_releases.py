@@ -369,7 +369,7 @@ def test_documentation_blocks_agree_with_the_table():
 # ----------------------------------------------------------------------------------------------------------
 # No release number outside the table, its generated and checked outputs, the history and EXCEPTIONS.
 HISTORY = {"torch_ext/releases.json", "CHANGELOG.md", "docs/history.md"}
-_CONCURRENT = ("being edited in concurrent work (the NPU path: csrc/npu, the fake CANN, the NPU tests, docs/npu.md); "
+_CONCURRENT = ("being edited in concurrent work (the NPU path: csrc/core/npu, the fake CANN, the NPU tests, docs/npu.md); "
                "to be pointed at the release table there")
 # path -> (reason, the release numbers it may hold, or None: any). A release number in the test itself would be one
 # outside the table: those below are the table's values, so that a change of the table points at them.
@@ -379,15 +379,15 @@ EXCEPTIONS = {
         "evidence: ATEN_OPS was checked against the GE converters of the torchair of the default torch_npu release, "
         "which it names; when the default changes, re-check (tests/test_torchair.py with TORCHAIR_SRC) and rename it",
         set(_V["default.torch_npu"])),
-    "csrc/common/torch_compat.h": (
+    "csrc/core/torch_compat.h": (
         "its opening comment names the supported torch range (csrc/** is being edited in concurrent work; to be "
         "pointed at the release table there)", set(_V["supported_torch"])),
     "tests/fake_cann/toolkit/README.md": (_CONCURRENT, None),
-    "csrc/npu/torch_npu_compat.h": (
+    "csrc/core/npu/torch_npu_compat.h": (
         "C++ feature gates and their evidence: from which torch_npu release an API exists or changed (op-plugin's "
         "extension API, hit_cache_ext's level form), facts about torch_npu that hold whatever the table supports; "
         + _CONCURRENT, None),
-    "csrc/npu/npu_common.h": ("names the torch_npu release op-plugin's extension API starts at; " + _CONCURRENT, None),
+    "csrc/core/npu/aclnn.h": ("names the torch_npu release op-plugin's extension API starts at; " + _CONCURRENT, None),
     "tests/fake_cann/alloc_config_shim.cpp": (_CONCURRENT, None),
     "tests/fake_cann/build.py": (_CONCURRENT, None),
     "tests/fake_cann/opapi/pta_cache.cpp": (_CONCURRENT, None),

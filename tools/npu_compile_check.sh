@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compile check of the NPU path: compiles every csrc/npu/*.cpp against the real torch_npu headers, without
+# Compile check of the NPU path: compiles every NPU source (csrc/core/npu/*.cpp, csrc/ops/*/npu.cpp) against the real torch_npu headers, without
 # installing or importing torch_npu (no CANN, no NPU needed).
 #
 # The torch_npu wheel is downloaded once with `pip download --no-deps` into a cache directory and only its
@@ -92,14 +92,14 @@ grep -qF "const uint32_t level, Args&&... args" "$NPU_INC/third_party/op-plugin/
 FLAGS=(-std=c++20 -fPIC -Wall -Wno-unused-function -Werror=return-type
        "-DCURRENT_VERSION=$CURRENT_VERSION" "-DNPU_EXT_TORCH_NPU_VERSION=$((major * 100 + minor))"
        "-DNPU_EXT_HIT_CACHE_LEVEL=$LEVEL_FORM"
-       -DTORCH_EXTENSION_NAME=_C_npu
+       -DTORCH_EXTENSION_NAME=_C_npu -DNPU_EXT_NPU_MODULE
        "-I$ROOT/csrc"
        "-I$NPU_INC" "-I$NPU_INC/third_party/op-plugin" "-I$NPU_INC/third_party/acl/inc"
        "-I$NPU_INC/third_party/hccl/inc"
        "${TORCH_FLAGS[@]}")
 
-mapfile -t SOURCES < <(cd "$ROOT" && ls csrc/npu/*.cpp)
-[[ ${#SOURCES[@]} -gt 0 ]] || { echo "npu-check: no csrc/npu/*.cpp sources" >&2; exit 1; }
+mapfile -t SOURCES < <(cd "$ROOT" && ls csrc/core/npu/*.cpp csrc/ops/*/npu.cpp)
+[[ ${#SOURCES[@]} -gt 0 ]] || { echo "npu-check: no NPU sources (csrc/core/npu/*.cpp, csrc/ops/*/npu.cpp)" >&2; exit 1; }
 echo "npu-check: compiling ${#SOURCES[@]} sources ($MODE, $ARCH, $CXX) against torch_npu $VERSION headers, CURRENT_VERSION=$CURRENT_VERSION"
 
 OBJ="$CACHE/obj$SUFFIX"
@@ -108,22 +108,22 @@ fail=0
 pids=()
 names=()
 for src in "${SOURCES[@]}"; do
-  name="$(basename "$src" .cpp)"
+  name="$(echo "${src%.cpp}" | tr / _)"
   if [[ "$MODE" == "-c" ]]; then out=(-c -o "$OBJ/$name.o"); else out=(-fsyntax-only); fi
   ( cd "$ROOT" && "$CXX" "${FLAGS[@]}" "${out[@]}" "$src" ) > "$OBJ/$name.log" 2>&1 &
   pids+=($!)
   names+=("$src")
   if [[ ${#pids[@]} -ge $JOBS ]]; then
-    if ! wait "${pids[0]}"; then echo "npu-check: FAILED ${names[0]}"; cat "$OBJ/$(basename "${names[0]}" .cpp).log"; fail=1; else echo "npu-check: ok ${names[0]}"; fi
+    if ! wait "${pids[0]}"; then echo "npu-check: FAILED ${names[0]}"; cat "$OBJ/$(echo "${names[0]%.cpp}" | tr / _).log"; fail=1; else echo "npu-check: ok ${names[0]}"; fi
     pids=("${pids[@]:1}")
     names=("${names[@]:1}")
   fi
 done
 for i in "${!pids[@]}"; do
-  if ! wait "${pids[$i]}"; then echo "npu-check: FAILED ${names[$i]}"; cat "$OBJ/$(basename "${names[$i]}" .cpp).log"; fail=1; else echo "npu-check: ok ${names[$i]}"; fi
+  if ! wait "${pids[$i]}"; then echo "npu-check: FAILED ${names[$i]}"; cat "$OBJ/$(echo "${names[$i]%.cpp}" | tr / _).log"; fail=1; else echo "npu-check: ok ${names[$i]}"; fi
 done
 if [[ $fail -ne 0 ]]; then
   echo "npu-check: compile errors against the torch_npu $VERSION headers" >&2
   exit 1
 fi
-echo "npu-check: all ${#SOURCES[@]} csrc/npu sources compile against torch_npu $VERSION ($ARCH)"
+echo "npu-check: all ${#SOURCES[@]} NPU sources compile against torch_npu $VERSION ($ARCH)"

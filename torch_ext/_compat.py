@@ -1,5 +1,5 @@
 """The torch and torch_npu releases torch_ext runs on, and every difference between them the Python side needs,
-in one place (the C++ differences are in csrc/common/torch_compat.h and csrc/npu/torch_npu_compat.h).
+in one place (the C++ differences are in csrc/core/torch_compat.h and csrc/core/npu/torch_npu_compat.h).
 
 Supported: the torch releases of the release table (``torch_ext/releases.json``, read by ``torch_ext._releases``) and,
 on Ascend, the torch_npu release of each; docs/platforms.md#the-release-table shows it and what each was tested with.

@@ -38,7 +38,7 @@ def gelu(input: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     x^3)))`` (``"tanh"``), like ``torch.nn.functional.gelu``.
 
     input: fp16, bf16, fp32 (fp64 off the NPU), any shape; 16-bit inputs are computed in fp32 and rounded once.
-    Devices: CPU (vectorized kernel); NPU and any other device: ATen ops (csrc/common/forward_composite.cpp).
+    Devices: CPU (vectorized kernel); NPU and any other device: ATen ops (csrc/ops/<family>/composite.cpp).
     Backward: ``npu_ext.gelu_backward_v2(grad, input, approximate)`` (aclnnGeluBackwardV2 on an NPU).
     """
     if not _dynamo_compiling() and not _tf_unary(input) and type(approximate) is str:

@@ -63,7 +63,7 @@ from . import functional as F
 
 __all__ = ["patch", "unpatch", "patched", "status", "TARGETS", "OURS", "MEGATRON", "REPLACED", "ABSENT"]
 
-# The softmax limits of the op (csrc/common/checks.h, kMaxSoftmaxLastDim).
+# The softmax limits of the op (csrc/ops/scaled_masked_softmax/checks.h, kMaxSoftmaxLastDim).
 _MAX_KEY_LENGTH = 4096
 _FLOAT16 = {torch.float16: "input_in_fp16", torch.bfloat16: "input_in_bf16"}
 # The megatron-core releases the tests run on ('oldest to newest' of the release table; docs/megatron.md#releases);

@@ -7,7 +7,7 @@ torchair (shipped in the torch_npu wheel) turns every node of the AOTAutograd gr
 *decompositions*: AOTAutograd applies them below the Autograd key, so
 
 * the forward graph gets plain ATen ops that torchair converts (``ATEN_OPS``), computed as the device-generic
-  forward (csrc/common/forward_composite.cpp): 16-bit inputs upcast to fp32, one rounding at the end;
+  forward (csrc/ops/<family>/composite.cpp): 16-bit inputs upcast to fp32, one rounding at the end;
 * the backward graph keeps the npu_ext backward ops (our autograd nodes call them), which run our NPU kernels.
 
 ``grouped_bias_add_grad`` stays an npu_ext op, but torchair maps it (by name) onto GE's
@@ -170,7 +170,7 @@ def _scaled_masked_softmax(x, mask, scale=1.0, fix_triu_mask=False, fully_masked
 # grouped_bias_add and grouped_bias_add_grad: group_idx checked on the device.
 def _check_groups(op, rows_name, group_idx, rows):
     """The one check on group_idx that needs no values: G = 0 is only valid for N = 0 rows (a shape check, at
-    compile time). Same message as eager (csrc/common/checks.cpp, group_offsets)."""
+    compile time). Same message as eager (csrc/ops/grouped_bias_add/checks.cpp, group_offsets)."""
     torch._check(
         group_idx.shape[0] > 0 or rows == 0,
         lambda: f"npu_ext.{op}: the last entry of group_idx must equal the number of rows of {rows_name} "

@@ -3,7 +3,8 @@
 * ``libaclnn_standin.so``: the aclnn side, plain C++ without torch: the nnopbase objects and the five backward
   operator models of the fake CANN's libopapi.so (tests/fake_cann/opapi/nnopbase.cpp, backward.cpp: one model
   for both harnesses), rebuilt only when a source changes (content hash in the file name).
-* the ``torch_ext_npu_standin`` library: csrc/npu/*.cpp UNCHANGED, plus csrc/common/checks.cpp and
+* the ``torch_ext_npu_standin`` library: the sources of torch_ext._C_npu UNCHANGED (csrc/core/npu/*.cpp and every
+  operator family's npu.cpp, with the checks and composites they call, as setup.py's NPU_SOURCES), plus
   torch_npu_standin.cpp (the stand-in's definitions of the torch_npu / libascendcl functions the headers in
   tests/npu_stub/include declare, and the torch.ops.npu_standin test hooks), compiled with
   torch.utils.cpp_extension.load against those headers (tests/npu_stub/include comes first on the include path). Loading it registers the PrivateUse1 kernels of the npu_ext ops, which the tests call
@@ -49,19 +50,31 @@ def build_runtime():
 def build_npu_sources():
     import torch.utils.cpp_extension as cpp_ext
 
-    sources = sorted(glob.glob(os.path.join(ROOT, "csrc", "npu", "*.cpp")))
-    sources.append(os.path.join(ROOT, "csrc", "common", "checks.cpp"))
-    sources.append(os.path.join(ROOT, "csrc", "common", "forward_composite.cpp"))
-    sources.append(os.path.join(STUB, "torch_npu_standin.cpp"))
+    csrc = os.path.join(ROOT, "csrc")
+    sources = sorted(glob.glob(os.path.join(csrc, "core", "npu", "*.cpp")) + [os.path.join(csrc, "core", "checks.cpp")]
+                     + [p for name in ("npu.cpp", "checks.cpp", "composite.cpp")
+                        for p in glob.glob(os.path.join(csrc, "ops", "*", name))])
     build_dir = os.path.join(BUILD, "ext")
     os.makedirs(build_dir, exist_ok=True)
+    # cpp_extension names each object after its file's base name, and the families' files share names (npu.cpp,
+    # checks.cpp): each is compiled through a one-line file of its own name that includes it
+    units = []
+    for src in sources:
+        rel = os.path.relpath(src, csrc)
+        unit = os.path.join(build_dir, rel.replace(os.sep, "_"))
+        text = f'#include "{rel}"\n'
+        if not os.path.exists(unit) or open(unit).read() != text:
+            with open(unit, "w") as f:
+                f.write(text)
+        units.append(unit)
+    sources = units + [os.path.join(STUB, "torch_npu_standin.cpp")]
     cpp_ext.load(
         name="torch_ext_npu_standin",
         sources=sources,
         extra_include_paths=[os.path.join(STUB, "include"), os.path.join(ROOT, "csrc")],
         # the stand-in declares torch_npu 2.13's op-plugin extension API
         extra_cflags=["-O1", "-std=c++20", "-Wall", "-Wno-unused-function", "-Werror=return-type",
-                      "-DNPU_EXT_TORCH_NPU_VERSION=213"],
+                      "-DNPU_EXT_TORCH_NPU_VERSION=213", "-DNPU_EXT_NPU_MODULE"],
         extra_ldflags=["-ldl"],
         build_directory=build_dir,
         is_python_module=False,

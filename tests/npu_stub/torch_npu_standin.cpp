@@ -1,6 +1,6 @@
 // TEST-ONLY definitions of the torch_npu / libascendcl functions declared by the stand-in headers in
 // tests/npu_stub/include (what libtorch_npu.so and libascendcl.so define for the real ones). Compiled into the
-// stand-in extension next to csrc/npu/*.cpp. See npu_cpp_extension.h there for the contracts.
+// stand-in extension next to csrc/ops/*/npu.cpp. See npu_cpp_extension.h there for the contracts.
 //
 // Also registers test hooks (not torch_npu API) as torch.ops.npu_standin.*:
 //   synchronize()                              a synchronisation point: reports a failed queued task

@@ -14,7 +14,7 @@
 #   test    pytest under emulation (QEMU_CPU, default neoverse-n1), the whole suite but the tests marked arch_independent
 #           below names tests that cannot run emulated, spread over TEST_WORKERS processes (default: one per
 #           core); extra args go to pytest
-#   npu-check [PYTHON]  tools/npu_compile_check.sh for aarch64: every csrc/npu/*.cpp compiled with the cross
+#   npu-check [PYTHON]  tools/npu_compile_check.sh for aarch64: every NPU source (csrc/core/npu, csrc/ops/*/npu.cpp) compiled with the cross
 #           compiler against the aarch64 torch_npu wheel's headers and the aarch64 torch headers (PYTHON: a
 #           host python with the default torch, default .venv/bin/python; part of make npu-check)
 #   python  the emulated python with this environment (e.g. tools/aarch64/run.sh python -c 'import torch')

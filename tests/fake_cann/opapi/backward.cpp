@@ -1,4 +1,4 @@
-// TEST-ONLY models of the five backward aclnn operators csrc/npu calls (part of the fake libopapi.so), with
+// TEST-ONLY models of the five backward aclnn operators csrc/ops/*/npu.cpp calls (part of the fake libopapi.so), with
 // the published C signatures (docs/operators.md, "The aclnn calls"):
 //   aclnnStatus aclnnXxxGetWorkspaceSize(<op args>, uint64_t* workspaceSize, aclOpExecutor** executor)
 //   aclnnStatus aclnnXxx(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)

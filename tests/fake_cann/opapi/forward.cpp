@@ -1,4 +1,4 @@
-// TEST-ONLY models of the aclnn operators the forward ops call on the NPU (csrc/npu/{gelu,prelu,logit,
+// TEST-ONLY models of the aclnn operators the forward ops call on the NPU (csrc/ops/{gelu,prelu,logit,
 // scaled_masked_softmax,grouped_bias_add}.cpp), part of the fake libopapi.so. Independent plain C++ through the
 // descriptors, like backward.cpp, computing what the real kernels compute as the third source audit read them
 // (CANN's ops-nn / ops-math sources; the section numbers below are the audit's, summed up in docs/npu.md):

@@ -1,5 +1,5 @@
 // TEST-ONLY stand-in for torch_npu 2.13's op_plugin/include/npu_cpp_extension.h, which includes
-// op_plugin/utils/op_api_common_base.h. It declares the part of that header csrc/npu uses, with the same names,
+// op_plugin/utils/op_api_common_base.h. It declares the part of that header the NPU sources use, with the same names,
 // signatures and contracts; tests/npu_stub/torch_npu_standin.cpp defines the non-template functions, as
 // libtorch_npu.so does for the real ones (all TORCH_NPU_API there):
 //   * GetOpApiFuncAddr(name): the aclnn entry point by name (here from the stand-in runtime

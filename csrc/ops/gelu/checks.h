@@ -1,0 +1,33 @@
+// Validation and shape/dtype inference of gelu and gelu_backward_v2.
+//
+// Each check validates one call and returns what it infers (the output specs and the parsed arguments); the CPU,
+// Meta, composite and NPU kernels of the family all call it first, so an input is accepted or rejected alike on
+// every device with the same message (core/checks.h: the conventions and the shared helpers).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/SymInt.h>
+#include <c10/util/Optional.h>
+#include <c10/util/string_view.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/checks.h"
+
+namespace npu_ext {
+
+enum class GeluApproximate { None, Tanh };
+
+struct GeluBackwardMeta {
+  OutputSpec grad_input;  // broadcast(grad_output, self), result_type(grad_output, self)
+  GeluApproximate approximate;
+};
+
+GeluBackwardMeta check_gelu_backward_v2(const at::Tensor& grad_output, const at::Tensor& self,
+                                        c10::string_view approximate);
+
+// gelu(self, approximate): self fp16/bf16/fp32 (fp64 off-NPU), rank <= 8 (gelu_backward_v2's limit).
+GeluApproximate check_gelu(const at::Tensor& self, c10::string_view approximate);
+
+}  // namespace npu_ext

@@ -1,0 +1,68 @@
+// npu_ext::logit on CPU: ATen's logit (fp32 math for 16-bit inputs, rounded once: the composite). fp32/fp64
+// inputs call ATen's CPU logit kernel directly (at::cpu::logit: no composite dtype round trips and no second
+// trip through the dispatcher, which is what a small training step pays).
+//
+// npu_ext::logit_grad on CPU.
+#include <ATen/ATen.h>
+#include <ATen/TensorIterator.h>
+#include <ATen/ops/logit_cpu_dispatch.h>
+#include <torch/library.h>
+
+#include "core/cpu/out.h"
+#include "ops/logit/checks.h"
+#include "ops/logit/composite.h"
+#include "ops/logit/kernels.h"
+
+namespace npu_ext {
+namespace logit_cpu {
+namespace {
+
+at::Tensor logit(const at::Tensor& self, c10::optional<double> eps) {
+  const auto dtype = self.scalar_type();
+  if (dtype != at::kFloat && dtype != at::kDouble) return composite::logit(self, eps);
+  check_logit(self);
+  return at::cpu::logit(self, eps).contiguous();
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(npu_ext, CPU, m) { m.impl("logit", &logit); }
+
+}  // namespace logit_cpu
+}  // namespace npu_ext
+
+namespace npu_ext {
+namespace logit_grad_cpu {
+namespace {
+
+void compute(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
+  if (dx.numel() == 0) return;
+  cpu::with_elementwise_out(dx, {x, dy}, [&](const at::Tensor& dst) {
+    auto iter =
+        at::TensorIteratorConfig().add_output(dst).add_const_input(x).add_const_input(dy).resize_outputs(false).build();
+    NPU_EXT_CPU_DISPATCH(logit_grad_kernel, iter, eps);
+  });
+}
+
+at::Tensor logit_grad(const at::Tensor& x, const at::Tensor& dy, double eps) {
+  const auto meta = check_logit_grad(x, dy);
+  at::Tensor dx = new_output(meta.dx, x);
+  compute(x, dy, eps, dx);
+  return dx;
+}
+
+void logit_grad_out(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
+  const auto meta = check_logit_grad(x, dy);
+  check_out("logit_grad", "dx", dx, meta.dx, x);
+  compute(x, dy, eps, dx);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(npu_ext, CPU, m) {
+  m.impl("logit_grad", &logit_grad);
+  m.impl("logit_grad.out", &logit_grad_out);
+}
+
+}  // namespace logit_grad_cpu
+}  // namespace npu_ext

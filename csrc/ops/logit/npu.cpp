@@ -1,0 +1,101 @@
+// npu_ext::logit on the NPU (PrivateUse1): aclnnLogit(input, double eps, out), eps < 0 for "no clamp" (ops-nn
+// loss/logit). One kernel, the same arithmetic as the contract (16-bit inputs computed in fp32 and rounded once,
+// NaN x kept NaN; audit section 3). The generated operator makes its input contiguous and writes `out` densely,
+// which a new contiguous output is. Kernels on Atlas A2/A3 and Ascend950 (since 2026-01: an older CANN has the
+// entry point without the kernel there, which the probe finds); otherwise the composite.
+//
+// npu_ext::logit_grad on the NPU (PrivateUse1): aclnnLogitGrad(x, dy, double eps, out). Note: x before dy.
+// The generated aclnnLogitGrad makes only its inputs contiguous and writes `out` densely from its storage
+// offset, so a non-contiguous `.out` is computed into a temporary and copied back. Kernels exist on Atlas
+// A2/A3 and Ascend950 only (ops-nn loss/logit_grad/op_host/logit_grad_def.cpp; Ascend950 since 2026-02: an older
+// CANN's phase 1 fails there with 561003, which the probe turns into the CPU fallback). The kernel keeps the
+// quotient only where eps <= x <= 1 - eps (or 0 <= x <= 1) and selects the fill elsewhere, NaN x included: the
+// CPU kernel does the same (docs/operators.md, "Semantics notes").
+
+#include "core/npu/aclnn.h"
+#include "ops/logit/checks.h"
+#include "ops/logit/composite.h"
+
+namespace npu_ext {
+namespace logit_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
+namespace {
+
+constexpr const char* kOp = "logit";
+
+NPU_EXT_ACLNN(api, kOp, aclnnLogit, A2A3Ascend950, Composite, zeros({16}), -1.0, zeros({16}))
+
+at::Tensor logit(const at::Tensor& self, c10::optional<double> eps) {
+  check_logit(self);
+  check_npu_float(kOp, "self", self);
+  c10::OptionalDeviceGuard guard(self.device());
+  return npu::run_native(
+      api(), self.device(),
+      [&] {
+        at::Tensor y = at::empty(self.sizes(), self.options());
+        if (y.numel() == 0) return y;
+        double eps_arg = eps.value_or(-1.0);  // op-plugin passes the same for eps=None
+        npu::launch(api(), self, eps_arg, y);
+        return y;
+      },
+      [&] { return composite::logit(self, eps); });
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) { m.impl("logit", &logit); }
+
+}  // namespace logit_npu
+}  // namespace npu_ext
+
+namespace npu_ext {
+namespace logit_grad_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
+namespace {
+
+constexpr const char* kOp = "logit_grad";
+
+NPU_EXT_ACLNN(api, kOp, aclnnLogitGrad, A2A3Ascend950, Cpu, zeros({16}), zeros({16}), -1.0, zeros({16}))
+
+LogitGradMeta validate(const at::Tensor& x, const at::Tensor& dy) {
+  auto meta = check_logit_grad(x, dy);
+  check_npu_float(kOp, "x", x);
+  check_npu_float(kOp, "dy", dy);
+  return meta;
+}
+
+void run(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
+  if (dx.numel() == 0) return;  // nothing to compute
+  npu::OutSlot out(dx, npu::OutWrite::Dense, {x, dy});
+  npu::run_op(
+      api(), x.device(), [&] { npu::launch(api(), x, dy, eps, out.target()); },
+      [&] {
+        static const auto cpu =
+            npu::cpu_op<at::Tensor(const at::Tensor&, const at::Tensor&, double)>("npu_ext::logit_grad");
+        out.target().copy_(cpu.call(x.cpu(), dy.cpu(), eps));
+      });
+  out.finish();
+}
+
+at::Tensor logit_grad(const at::Tensor& x, const at::Tensor& dy, double eps) {
+  const auto meta = validate(x, dy);
+  c10::OptionalDeviceGuard guard(x.device());
+  at::Tensor dx = new_output(meta.dx, x);
+  run(x, dy, eps, dx);
+  return dx;
+}
+
+void logit_grad_out(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
+  const auto meta = validate(x, dy);
+  check_out(kOp, "dx", dx, meta.dx, x);
+  c10::OptionalDeviceGuard guard(x.device());
+  run(x, dy, eps, dx);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) {
+  m.impl("logit_grad", &logit_grad);
+  m.impl("logit_grad.out", &logit_grad_out);
+}
+
+}  // namespace logit_grad_npu
+}  // namespace npu_ext
