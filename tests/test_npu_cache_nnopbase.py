@@ -13,7 +13,7 @@ Most tests drive the fake libopapi.so's C ABI with ctypes the way op-plugin's hi
 InitPTACacheThreadLocal, AddTensorAddrToCachedList, SetPTAHashKey, PTAGetExecCache, then phase 1 and the launch),
 with keys of their choice: that makes 10000 distinct keys cheap and two operators under one key possible. They run
 on every release (the fake is the same; torch_npu 2.6 just never calls it). The per-thread rule is also checked
-through the extension's ops, where torch_npu drives the cache (2.7.1 and later).
+through the extension's ops, on the releases where torch_npu drives the cache (op-plugin's extension API).
 """
 
 import ctypes
@@ -301,7 +301,7 @@ def test_a_failed_launch_invalidates_the_key_for_good(nnopbase):
 
 
 def test_the_extension_s_calls_are_cached_per_thread():
-    """Through torch_npu (2.7.1 and later): gelu's kernel kept on the main thread misses on a new thread, whose
+    """Through torch_npu (where it drives the cache): gelu's kernel kept on the main thread misses on a new thread, whose
     second call hits; on 2.6 every call runs phase 1 on either thread."""
     lib = Nnopbase()
     x = torch.randn(4, 8, dtype=torch.bfloat16).to("npu")
