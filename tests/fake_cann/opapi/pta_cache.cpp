@@ -14,15 +14,55 @@
 //   a miss                 phase 1 (aclnnXxxGetWorkspaceSize) runs on the same thread with the key still set, and
 //                          nnopbase keeps the executor it makes under that key; UnInitExecCommonCtx ends the state.
 //
+// What nnopbase caches (CANN's opbase and ops-nn sources): only COMPOSITE executors, the ones an op_api file
+// builds with CREATE_EXECUTOR() (opbase src/nnopbase/composite_op/aclnn_engine/op_executor.cpp: the executor it makes
+// is added to the thread's cache under the key torch_npu set). Of the extension's ten aclnn operators six are:
+//   aclnnGeluBackwardV2   ops-nn activation/gelu_grad_v2/op_api/aclnn_gelu_backward_v2.cpp
+//                         (aclnnGeluBackwardV2GetWorkspaceSize: CREATE_EXECUTOR(), the l0op calls, ReleaseTo)
+//   aclnnGeluV2           ops-nn activation/gelu_v2/op_api/aclnn_gelu_v2.cpp (the same pattern)
+//   aclnnPreluBackward, aclnnPrelu
+//                         ops-nn's aclnn_prelu_backward.cpp and aclnn_prelu.cpp (the same pattern)
+//   aclnnGroupedBiasAddGrad, aclnnGroupedBiasAddGradV2
+//                         ops-nn's aclnn_grouped_bias_add_grad.cpp: both entry points call
+//                         ExecGroupedBiasAddGradGetWorkspaceSize, which starts with CREATE_EXECUTOR()
+// and four are not: they run phase 1 on every call (torch_npu looks the key up, misses, and nothing is kept):
+//   aclnnLogit, aclnnLogitGrad
+//                         generated operators: ops-nn loss/logit_grad/ has op_host and op_kernel but no op_api (and
+//                         the same holds for Logit), so the entry points are generated and run through nnopbase's
+//                         NnopbaseExecutor, which never touches the PTA cache
+//   aclnnScaledMaskedSoftmax, aclnnScaledMaskedSoftmaxBackward
+//                         ops-nn vfusion/scaled_masked_softmax_grad_v2/op_host/op_api/
+//                         aclnn_scaled_masked_softmax_backward.cpp hands over to the generated
+//                         aclnnInnerScaledMaskedSoftmaxGradV2 without CREATE_EXECUTOR (the forward's op_api does the
+//                         same with its generated inner operator)
+// CanUsePTACache answers true for all ten (nnopbase answers true for every API unless dump, profiling or
+// DISABLE_L2_CACHE is on; here DISABLE_L2_CACHE, set to anything, turns it off); the fake answers false for
+// torch_npu's own ATen operators (aten.cpp), which a real host would also cache where their op_api is composite.
+//
+// How nnopbase keeps them (opbase src/nnopbase/common/utils/op_cache.cpp, OpExecCacheManager):
+//   * per thread (thread_local OpExecCacheManager): a key kept on one thread never hits on another;
+//   * at most K_CACHE_LIMIT = 10000 entries per thread: the 10001st sets cacheHasFull_ and from then on nothing
+//     more is cached on that thread (the 10000 kept still hit);
+//   * an existing hash is never replaced: phase 1 under a key the thread already holds (another operator's entry,
+//     an entry of another tensor count, an unusable entry) keeps nothing;
+//   * a hit also checks the API's name: another operator's entry under the same hash is a miss;
+//   * an entry becomes usable after its first launch succeeds (op_executor.cpp: canUse_ once phase 2 recorded the
+//     launch); one whose launch failed, or whose executor was destroyed without a launch, stays unusable, and since
+//     its hash is never replaced, that key never hits again on that thread.
+//
 // The model: an executor made by phase 1 while a key is set is kept (it and its aclTensor descriptors outlive
 // the launch and the caller's aclDestroyTensor); a hit returns a launch of it that carries the new call's tensor
 // addresses, taken in argument order, and the launch rebinds the kept descriptors to them before running. The
-// operators modelled for the extension are cached (kCacheable), torch_npu's own ATen operators (aten.cpp) are
-// not: CanUsePTACache answers false for them, as nnopbase does for an operator that cannot be cached.
-// DISABLE_L2_CACHE (any value) turns the cache off, as in nnopbase (CanUsePTACache answers false).
+// first launch may run on another thread (torch_npu's task queue): the executor finds its entry in one map of all
+// threads' kept executors. A thread's entries stay until fake_opapi_reset() (nnopbase frees them when the thread
+// ends, which nothing here can observe); fake_opapi_reset() empties every thread's cache and its cacheHasFull_.
 //
 // Counters (fake_opapi_calls): "cache hit <api>", "cache miss <api>", "cache kept <api>" (an executor kept by
-// phase 1), "cache entries" is not a counter: fake_opapi_cache_entries() returns the number kept.
+// phase 1), "cache not composite <api>" (phase 1 of an operator nnopbase does not cache, under a key), "cache
+// exists <api>" (phase 1 under a key the thread already holds: nothing kept), "cache full <api>" (phase 1 on a
+// thread whose cache is full: nothing kept), "cache other api <api>" (a hit refused by the API-name check);
+// fake_opapi_cache_entries() returns the number kept (all threads), fake_opapi_cache_thread_entries() the calling
+// thread's.
 #include "fake_opapi.h"
 
 #include <set>
@@ -49,15 +89,21 @@ struct CacheEntry {
 
 namespace {
 
-const std::set<std::string> kCacheable = {
-    "aclnnGeluBackwardV2", "aclnnPreluBackward",  "aclnnGroupedBiasAddGrad",          "aclnnGroupedBiasAddGradV2",
-    "aclnnLogitGrad",      "aclnnGeluV2",         "aclnnScaledMaskedSoftmaxBackward", "aclnnPrelu",
-    "aclnnLogit",          "aclnnScaledMaskedSoftmax"};
+// The extension's aclnn operators (CanUsePTACache answers true for them) and those of them nnopbase caches (their
+// op_api builds a composite executor with CREATE_EXECUTOR(); see the top of this file).
+const std::set<std::string> kComposite = {"aclnnGeluBackwardV2", "aclnnGeluV2", "aclnnPreluBackward", "aclnnPrelu",
+                                          "aclnnGroupedBiasAddGrad", "aclnnGroupedBiasAddGradV2"};
+const std::set<std::string> kExtension = {
+    "aclnnGeluBackwardV2", "aclnnGeluV2", "aclnnPreluBackward", "aclnnPrelu", "aclnnGroupedBiasAddGrad",
+    "aclnnGroupedBiasAddGradV2", "aclnnLogit", "aclnnLogitGrad", "aclnnScaledMaskedSoftmax",
+    "aclnnScaledMaskedSoftmaxBackward"};
+
+constexpr size_t kCacheLimit = 10000;  // op_cache.cpp's K_CACHE_LIMIT: entries per thread
 
 struct ThreadState {
   bool active = false;        // between InitPTACacheThreadLocal and UnInitPTACacheThreadLocal
   std::string api;            // the last CanUsePTACache(api)
-  bool keyed = false;         // a key was set and no executor was kept under it yet
+  bool keyed = false;         // a key was set and phase 1 has not run under it yet
   uint64_t key = 0;           // SetPTAHashKey
   std::string key_v2;         // SetPTACacheHashKey
   bool v2 = false;
@@ -65,10 +111,28 @@ struct ThreadState {
 };
 thread_local ThreadState tls;
 
-std::mutex g_cache_mu;
-std::map<uint64_t, std::shared_ptr<CacheEntry>> g_v1;
-std::map<std::string, std::shared_ptr<CacheEntry>> g_v2;
+// One thread's cache (nnopbase's thread_local OpExecCacheManager).
+struct ThreadCache {
+  std::map<uint64_t, std::shared_ptr<CacheEntry>> v1;
+  std::map<std::string, std::shared_ptr<CacheEntry>> v2;
+  bool full = false;  // cacheHasFull_: K_CACHE_LIMIT entries were kept, nothing more is
+};
+
+std::mutex g_cache_mu;  // guards every ThreadCache and g_owned (fake_opapi_reset empties them from any thread)
+// Every thread's cache, never freed (a thread's stays until fake_opapi_reset empties it; see the top).
+std::vector<ThreadCache*>* const g_threads = new std::vector<ThreadCache*>;
+// Every kept executor, whichever thread kept it: its first launch may run on torch_npu's task-queue thread.
 std::map<const Executor*, std::shared_ptr<CacheEntry>> g_owned;
+
+ThreadCache& mine() {
+  thread_local ThreadCache* const cache = [] {
+    auto* c = new ThreadCache;
+    std::lock_guard<std::mutex> lock(g_cache_mu);
+    g_threads->push_back(c);
+    return c;
+  }();
+  return *cache;
+}
 
 bool enabled() { return std::getenv("DISABLE_L2_CACHE") == nullptr; }  // nnopbase: set to anything, no cache
 
@@ -83,11 +147,15 @@ aclOpExecutor* lookup(const std::shared_ptr<CacheEntry>* found, uint64_t* worksp
     return nullptr;
   }
   const std::shared_ptr<CacheEntry>& entry = *found;
+  if (entry->api != tls.api) {  // nnopbase checks the API's name on a hit: another operator's executor, a miss
+    count("cache other api " + tls.api);
+    count("cache miss " + tls.api);
+    return nullptr;
+  }
   {
     std::lock_guard<std::mutex> lock(entry->mu);
-    if (!entry->usable) {
+    if (!entry->usable) {  // never launched, or its launch failed: a miss, and the key stays taken (keep())
       count("cache miss " + tls.api);
-      tls.keyed = false;  // the key is taken: what phase 1 makes now is not kept
       return nullptr;
     }
   }
@@ -111,38 +179,53 @@ aclOpExecutor* lookup(const std::shared_ptr<CacheEntry>* found, uint64_t* worksp
   return reinterpret_cast<aclOpExecutor*>(hit);
 }
 
-// Phase 1 made `e` with these tensor arguments: keep it under the thread's key.
+// Phase 1 made `e` with these tensor arguments: keep it under the thread's key, in the thread's cache, if nnopbase
+// would: a composite executor, a key the thread does not hold yet, and room in the thread's cache.
 void keep(Executor* e, const std::vector<const aclTensor*>& io) {
   if (!tls.active || !tls.keyed) return;
+  tls.keyed = false;
+  if (kComposite.count(tls.api) == 0) {  // a generated operator's NnopbaseExecutor: never in the PTA cache
+    count("cache not composite " + tls.api);
+    return;
+  }
   std::vector<void*> first;
   for (const aclTensor* t : io) {
     if (t != nullptr) first.push_back(t->data);
   }
   if (first != tls.addrs) {  // hashed and converted arguments differ: not cacheable
     count("cache refused " + tls.api);
-    tls.keyed = false;
     return;
   }
-  auto entry = std::make_shared<CacheEntry>();
-  entry->api = tls.api;
-  entry->exec = e;
-  entry->first = std::move(first);
-  for (const aclTensor* t : io) {
-    auto* kept = const_cast<aclTensor*>(t);
-    if (kept != nullptr) kept->pinned = true;
-    entry->io.push_back(kept);
-  }
+  ThreadCache& cache = mine();
   {
     std::lock_guard<std::mutex> lock(g_cache_mu);
+    const bool exists = tls.v2 ? cache.v2.count(tls.key_v2) != 0 : cache.v1.count(tls.key) != 0;
+    if (exists) {  // an existing hash is never replaced
+      count("cache exists " + tls.api);
+      return;
+    }
+    if (cache.full || cache.v1.size() + cache.v2.size() >= kCacheLimit) {
+      cache.full = true;  // cacheHasFull_: nothing more is cached on this thread
+      count("cache full " + tls.api);
+      return;
+    }
+    auto entry = std::make_shared<CacheEntry>();
+    entry->api = tls.api;
+    entry->exec = e;
+    entry->first = std::move(first);
+    for (const aclTensor* t : io) {
+      auto* kept = const_cast<aclTensor*>(t);
+      if (kept != nullptr) kept->pinned = true;
+      entry->io.push_back(kept);
+    }
     if (tls.v2) {
-      g_v2[tls.key_v2] = entry;
+      cache.v2[tls.key_v2] = entry;
     } else {
-      g_v1[tls.key] = entry;
+      cache.v1[tls.key] = entry;
     }
     g_owned[e] = entry;
   }
   count("cache kept " + tls.api);
-  tls.keyed = false;
 }
 
 int run_cached(Executor* e, void* workspace) {
@@ -171,13 +254,17 @@ bool owns(const Executor* e) {
 }
 
 void clear() {
-  std::map<uint64_t, std::shared_ptr<CacheEntry>> v1;
-  std::map<std::string, std::shared_ptr<CacheEntry>> v2;
+  std::vector<std::shared_ptr<CacheEntry>> entries;
   std::map<const Executor*, std::shared_ptr<CacheEntry>> owned;
   {
     std::lock_guard<std::mutex> lock(g_cache_mu);
-    v1.swap(g_v1);
-    v2.swap(g_v2);
+    for (ThreadCache* c : *g_threads) {
+      for (auto& kv : c->v1) entries.push_back(std::move(kv.second));
+      for (auto& kv : c->v2) entries.push_back(std::move(kv.second));
+      c->v1.clear();
+      c->v2.clear();
+      c->full = false;
+    }
     owned.swap(g_owned);
   }
 }  // the entries go here, outside the lock (a queued hit keeps its own until it ran)
@@ -199,7 +286,7 @@ extern "C" {
 
 bool CanUsePTACache(const char* api) {
   tls.api = api != nullptr ? api : "";
-  return enabled() && kCacheable.count(tls.api) != 0;
+  return enabled() && kExtension.count(tls.api) != 0;
 }
 
 void InitPTACacheThreadLocal() {
@@ -223,11 +310,12 @@ void SetPTAHashKey(uint64_t key) {
 }
 
 aclOpExecutor* PTAGetExecCache(uint64_t key, uint64_t* workspace_size) {
+  ThreadCache& cache = mine();
   std::shared_ptr<CacheEntry> entry;
   {
     std::lock_guard<std::mutex> lock(g_cache_mu);
-    auto it = g_v1.find(key);
-    if (key != 0 && it != g_v1.end()) entry = it->second;
+    auto it = cache.v1.find(key);
+    if (key != 0 && it != cache.v1.end()) entry = it->second;
   }
   return lookup(entry ? &entry : nullptr, workspace_size);
 }
@@ -239,19 +327,26 @@ void SetPTACacheHashKey(uint8_t* buf, uint64_t len) {
 }
 
 aclOpExecutor* PTAFindExecCache(uint8_t* buf, uint64_t len, uint64_t* workspace_size) {
+  ThreadCache& cache = mine();
   std::shared_ptr<CacheEntry> entry;
   if (buf != nullptr && len != 0) {
     std::lock_guard<std::mutex> lock(g_cache_mu);
-    auto it = g_v2.find(std::string(reinterpret_cast<const char*>(buf), len));
-    if (it != g_v2.end()) entry = it->second;
+    auto it = cache.v2.find(std::string(reinterpret_cast<const char*>(buf), len));
+    if (it != cache.v2.end()) entry = it->second;
   }
   return lookup(entry ? &entry : nullptr, workspace_size);
 }
 
-// Test hook: the executors the cache keeps.
+// Test hooks: the executors the cache keeps, on every thread and on the calling thread.
 int fake_opapi_cache_entries() {
   std::lock_guard<std::mutex> lock(g_cache_mu);
   return static_cast<int>(g_owned.size());
+}
+
+int fake_opapi_cache_thread_entries() {
+  ThreadCache& cache = mine();
+  std::lock_guard<std::mutex> lock(g_cache_mu);
+  return static_cast<int>(cache.v1.size() + cache.v2.size());
 }
 
 }  // extern "C"
