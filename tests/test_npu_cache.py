@@ -444,3 +444,52 @@ def test_a_conversion_failure_releases_everything(opapi):
     assert _live(opapi) == before, "something of the failed call was not released"
     out = torch.ops.npu_ext.gelu_backward_v2(gd, xd, "none").cpu()
     assert torch.allclose(out, torch.ops.npu_ext.gelu_backward_v2(g, x, "none"), atol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The rest of torch_npu's key: the same sizes, dtypes and strides, but another storage offset, another storage size or
+# another stream must not share an entry (the key hashes each tensor's offset and storage size, and the stream).
+def _placed(t, offset, extra):
+    """An npu copy of host tensor t with t's sizes and strides, at element `offset` of a storage `extra` elements
+    longer than it needs."""
+    d = _npu(t)
+    span = 1 + sum((s - 1) * st for s, st in zip(d.shape, d.stride())) if d.numel() else 0
+    storage = torch.empty(offset + span + extra, dtype=d.dtype, device=d.device)
+    placed = storage.as_strided(d.shape, d.stride(), offset)
+    placed.copy_(d)
+    return placed
+
+
+CHANGES = {"storage offset": (1, 0), "storage size": (0, 3), "stream": (0, 0)}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+@pytest.mark.parametrize("api", sorted(COMPOSITE))
+def test_each_key_component_misses(opapi, api, change):
+    """A repeat of the first call hits (so the test can see a hit); the changed call misses and runs phase 1. (On a
+    release without the cache on the extension's path, every call runs phase 1.)"""
+    make, _ = CASES[api]
+    op, host = make("base")
+    keep = []
+
+    def run(offset, extra):
+        args = [_placed(a, offset, extra) if isinstance(a, torch.Tensor) else a for a in host]
+        keep.extend(a for a in args if isinstance(a, torch.Tensor))  # new addresses at every call
+        out = op(*args)
+        return tuple(o.cpu() for o in (out if isinstance(out, tuple) else (out,)))
+
+    opapi.reset()
+    first = run(0, 0)
+    run(0, 0)
+    assert opapi.hits(api) == (1 if CACHED else 0) and opapi.phase1(api) == (1 if CACHED else 2)
+    offset, extra = CHANGES[change]
+    if change == "stream":
+        with torch.npu.stream(torch.npu.Stream()):
+            changed = run(offset, extra)
+        torch.npu.synchronize()
+    else:
+        changed = run(offset, extra)
+    assert opapi.hits(api) == (1 if CACHED else 0), f"{change}: torch_npu's cache answered a call that differs"
+    assert opapi.phase1(api) == (2 if CACHED else 3)
+    for c, f in zip(changed, first):
+        assert torch.equal(c.nan_to_num(), f.nan_to_num())
