@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "torch_npu/csrc/core/npu/NPUFormat.h"
@@ -38,9 +39,19 @@ int64_t base_of(int64_t format) {
   }
 }
 
-// The tensor's NPU format when it is a private one (FormatHelper::IsOpInputBaseFormat false), else -1.
+// Whether t's storage is torch_npu's NPUStorageImpl, the only storage that carries an NPU format. A foreign storage
+// (at::from_blob, DLPack: a plain c10::StorageImpl over device memory) has no descriptor: torch_npu up to 2.12 reads
+// one past its end, and 2.13 raises (NPUBridge.cpp, GetNpuStorageImplDesc's typeid check). Compared by the dynamic
+// type's mangled name, which needs no symbol of libtorch_npu.
+bool npu_storage(const at::Tensor& t) {
+  const c10::StorageImpl* impl = t.storage().unsafeGetStorageImpl();
+  return impl != nullptr && std::strcmp(typeid(*impl).name(), "N9torch_npu14NPUStorageImplE") == 0;
+}
+
+// The tensor's NPU format when it is a private one (FormatHelper::IsOpInputBaseFormat false), else -1. A tensor over
+// a foreign storage is in its base format: its format is never read.
 int64_t private_format_of(const at::Tensor& t) {
-  if (!t.defined() || !t.device().is_privateuseone()) return -1;
+  if (!t.defined() || !t.device().is_privateuseone() || !t.has_storage() || !npu_storage(t)) return -1;
   const int64_t format = at_npu::native::get_npu_format(t);
   return format != kND && format != kNCHW && format != kNHWC && format != kNCDHW ? format : -1;
 }
