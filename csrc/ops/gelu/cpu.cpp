@@ -11,7 +11,9 @@
 #include "ops/gelu/kernels.h"
 
 namespace npu_ext {
-namespace gelu_cpu {
+namespace gelu_cpu {  // the family's own: the unity build (setup.py) compiles the op files as one unit
+
+namespace forward {
 namespace {
 
 at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
@@ -24,14 +26,9 @@ at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
 }
 
 }  // namespace
+}  // namespace forward
 
-TORCH_LIBRARY_IMPL(npu_ext, CPU, m) { m.impl("gelu", &gelu); }
-
-}  // namespace gelu_cpu
-}  // namespace npu_ext
-
-namespace npu_ext {
-namespace gelu_backward_v2_cpu {
+namespace backward {
 namespace {
 
 void compute(const at::Tensor& grad_output, const at::Tensor& self, const GeluBackwardMeta& meta,
@@ -64,11 +61,13 @@ void gelu_backward_v2_out(const at::Tensor& grad_output, const at::Tensor& self,
 }
 
 }  // namespace
+}  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, CPU, m) {
-  m.impl("gelu_backward_v2", &gelu_backward_v2);
-  m.impl("gelu_backward_v2.out", &gelu_backward_v2_out);
+  m.impl("gelu", &forward::gelu);
+  m.impl("gelu_backward_v2", &backward::gelu_backward_v2);
+  m.impl("gelu_backward_v2.out", &backward::gelu_backward_v2_out);
 }
 
-}  // namespace gelu_backward_v2_cpu
+}  // namespace gelu_cpu
 }  // namespace npu_ext

@@ -23,7 +23,9 @@
 #include "ops/gelu/composite.h"
 
 namespace npu_ext {
-namespace gelu_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
+namespace gelu_npu {  // the family's own: the unity build (setup.py) compiles the op files as one unit
+
+namespace forward {
 namespace {
 
 constexpr const char* kOp = "gelu";
@@ -52,14 +54,9 @@ at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
 }
 
 }  // namespace
+}  // namespace forward
 
-TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) { m.impl("gelu", &gelu); }
-
-}  // namespace gelu_npu
-}  // namespace npu_ext
-
-namespace npu_ext {
-namespace gelu_backward_v2_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
+namespace backward {
 namespace {
 
 constexpr const char* kOp = "gelu_backward_v2";
@@ -111,11 +108,13 @@ void gelu_backward_v2_out(const at::Tensor& grad_output, const at::Tensor& self,
 }
 
 }  // namespace
+}  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) {
-  m.impl("gelu_backward_v2", &gelu_backward_v2);
-  m.impl("gelu_backward_v2.out", &gelu_backward_v2_out);
+  m.impl("gelu", &forward::gelu);
+  m.impl("gelu_backward_v2", &backward::gelu_backward_v2);
+  m.impl("gelu_backward_v2.out", &backward::gelu_backward_v2_out);
 }
 
-}  // namespace gelu_backward_v2_npu
+}  // namespace gelu_npu
 }  // namespace npu_ext

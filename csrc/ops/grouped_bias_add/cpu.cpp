@@ -12,7 +12,9 @@
 #include "ops/grouped_bias_add/kernels.h"
 
 namespace npu_ext {
-namespace grouped_bias_add_cpu {
+namespace grouped_bias_add_cpu {  // the family's own: the unity build (setup.py) compiles the op files as one unit
+
+namespace forward {
 namespace {
 
 at::Tensor grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
@@ -45,14 +47,9 @@ at::Tensor grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c
 }
 
 }  // namespace
+}  // namespace forward
 
-TORCH_LIBRARY_IMPL(npu_ext, CPU, m) { m.impl("grouped_bias_add", &grouped_bias_add); }
-
-}  // namespace grouped_bias_add_cpu
-}  // namespace npu_ext
-
-namespace npu_ext {
-namespace grouped_bias_add_grad_cpu {
+namespace backward {
 namespace {
 
 // Validates (shapes, then every group_idx value) and returns where each group's rows live in grad_y.
@@ -104,11 +101,13 @@ void grouped_bias_add_grad_out(const at::Tensor& grad_y, const c10::optional<at:
 }
 
 }  // namespace
+}  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, CPU, m) {
-  m.impl("grouped_bias_add_grad", &grouped_bias_add_grad);
-  m.impl("grouped_bias_add_grad.out", &grouped_bias_add_grad_out);
+  m.impl("grouped_bias_add", &forward::grouped_bias_add);
+  m.impl("grouped_bias_add_grad", &backward::grouped_bias_add_grad);
+  m.impl("grouped_bias_add_grad.out", &backward::grouped_bias_add_grad_out);
 }
 
-}  // namespace grouped_bias_add_grad_cpu
+}  // namespace grouped_bias_add_cpu
 }  // namespace npu_ext

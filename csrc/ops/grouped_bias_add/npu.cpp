@@ -34,7 +34,9 @@
 #include "ops/grouped_bias_add/composite.h"
 
 namespace npu_ext {
-namespace grouped_bias_add_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
+namespace grouped_bias_add_npu {  // the family's own: the unity build (setup.py) compiles the op files as one unit
+
+namespace forward {
 namespace {
 
 constexpr const char* kOp = "grouped_bias_add";
@@ -65,14 +67,9 @@ at::Tensor grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c
 }
 
 }  // namespace
+}  // namespace forward
 
-TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) { m.impl("grouped_bias_add", &grouped_bias_add); }
-
-}  // namespace grouped_bias_add_npu
-}  // namespace npu_ext
-
-namespace npu_ext {
-namespace grouped_bias_add_grad_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
+namespace backward {
 namespace {
 
 constexpr const char* kOp = "grouped_bias_add_grad";
@@ -153,11 +150,13 @@ void grouped_bias_add_grad_out(const at::Tensor& grad_y, const c10::optional<at:
 }
 
 }  // namespace
+}  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) {
-  m.impl("grouped_bias_add_grad", &grouped_bias_add_grad);
-  m.impl("grouped_bias_add_grad.out", &grouped_bias_add_grad_out);
+  m.impl("grouped_bias_add", &forward::grouped_bias_add);
+  m.impl("grouped_bias_add_grad", &backward::grouped_bias_add_grad);
+  m.impl("grouped_bias_add_grad.out", &backward::grouped_bias_add_grad_out);
 }
 
-}  // namespace grouped_bias_add_grad_npu
+}  // namespace grouped_bias_add_npu
 }  // namespace npu_ext

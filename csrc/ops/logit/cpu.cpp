@@ -14,7 +14,9 @@
 #include "ops/logit/kernels.h"
 
 namespace npu_ext {
-namespace logit_cpu {
+namespace logit_cpu {  // the family's own: the unity build (setup.py) compiles the op files as one unit
+
+namespace forward {
 namespace {
 
 at::Tensor logit(const at::Tensor& self, c10::optional<double> eps) {
@@ -25,14 +27,9 @@ at::Tensor logit(const at::Tensor& self, c10::optional<double> eps) {
 }
 
 }  // namespace
+}  // namespace forward
 
-TORCH_LIBRARY_IMPL(npu_ext, CPU, m) { m.impl("logit", &logit); }
-
-}  // namespace logit_cpu
-}  // namespace npu_ext
-
-namespace npu_ext {
-namespace logit_grad_cpu {
+namespace backward {
 namespace {
 
 void compute(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
@@ -58,11 +55,13 @@ void logit_grad_out(const at::Tensor& x, const at::Tensor& dy, double eps, const
 }
 
 }  // namespace
+}  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, CPU, m) {
-  m.impl("logit_grad", &logit_grad);
-  m.impl("logit_grad.out", &logit_grad_out);
+  m.impl("logit", &forward::logit);
+  m.impl("logit_grad", &backward::logit_grad);
+  m.impl("logit_grad.out", &backward::logit_grad_out);
 }
 
-}  // namespace logit_grad_cpu
+}  // namespace logit_cpu
 }  // namespace npu_ext

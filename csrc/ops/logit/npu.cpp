@@ -17,7 +17,9 @@
 #include "ops/logit/composite.h"
 
 namespace npu_ext {
-namespace logit_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
+namespace logit_npu {  // the family's own: the unity build (setup.py) compiles the op files as one unit
+
+namespace forward {
 namespace {
 
 constexpr const char* kOp = "logit";
@@ -41,14 +43,9 @@ at::Tensor logit(const at::Tensor& self, c10::optional<double> eps) {
 }
 
 }  // namespace
+}  // namespace forward
 
-TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) { m.impl("logit", &logit); }
-
-}  // namespace logit_npu
-}  // namespace npu_ext
-
-namespace npu_ext {
-namespace logit_grad_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
+namespace backward {
 namespace {
 
 constexpr const char* kOp = "logit_grad";
@@ -91,11 +88,13 @@ void logit_grad_out(const at::Tensor& x, const at::Tensor& dy, double eps, const
 }
 
 }  // namespace
+}  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) {
-  m.impl("logit_grad", &logit_grad);
-  m.impl("logit_grad.out", &logit_grad_out);
+  m.impl("logit", &forward::logit);
+  m.impl("logit_grad", &backward::logit_grad);
+  m.impl("logit_grad.out", &backward::logit_grad_out);
 }
 
-}  // namespace logit_grad_npu
+}  // namespace logit_npu
 }  // namespace npu_ext

@@ -12,15 +12,9 @@
 #include "ops/prelu/kernels.h"
 
 namespace npu_ext {
-namespace prelu_cpu {
+namespace prelu_cpu {  // the family's own: the unity build (setup.py) compiles the op files as one unit
 
-TORCH_LIBRARY_IMPL(npu_ext, CPU, m) { m.impl("prelu", &composite::prelu); }
-
-}  // namespace prelu_cpu
-}  // namespace npu_ext
-
-namespace npu_ext {
-namespace prelu_backward_cpu {
+namespace backward {
 namespace {
 
 void compute(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight,
@@ -61,11 +55,13 @@ void prelu_backward_out(const at::Tensor& grad_output, const at::Tensor& self, c
 }
 
 }  // namespace
+}  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, CPU, m) {
-  m.impl("prelu_backward", &prelu_backward);
-  m.impl("prelu_backward.out", &prelu_backward_out);
+  m.impl("prelu", &composite::prelu);
+  m.impl("prelu_backward", &backward::prelu_backward);
+  m.impl("prelu_backward.out", &backward::prelu_backward_out);
 }
 
-}  // namespace prelu_backward_cpu
+}  // namespace prelu_cpu
 }  // namespace npu_ext

@@ -19,7 +19,9 @@
 #include "ops/prelu/composite.h"
 
 namespace npu_ext {
-namespace prelu_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
+namespace prelu_npu {  // the family's own: the unity build (setup.py) compiles the op files as one unit
+
+namespace forward {
 namespace {
 
 constexpr const char* kOp = "prelu";
@@ -46,14 +48,9 @@ at::Tensor prelu(const at::Tensor& self, const at::Tensor& weight) {
 }
 
 }  // namespace
+}  // namespace forward
 
-TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) { m.impl("prelu", &prelu); }
-
-}  // namespace prelu_npu
-}  // namespace npu_ext
-
-namespace npu_ext {
-namespace prelu_backward_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
+namespace backward {
 namespace {
 
 constexpr const char* kOp = "prelu_backward";
@@ -120,11 +117,13 @@ void prelu_backward_out(const at::Tensor& grad_output, const at::Tensor& self, c
 }
 
 }  // namespace
+}  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) {
-  m.impl("prelu_backward", &prelu_backward);
-  m.impl("prelu_backward.out", &prelu_backward_out);
+  m.impl("prelu", &forward::prelu);
+  m.impl("prelu_backward", &backward::prelu_backward);
+  m.impl("prelu_backward.out", &backward::prelu_backward_out);
 }
 
-}  // namespace prelu_backward_npu
+}  // namespace prelu_npu
 }  // namespace npu_ext

@@ -11,7 +11,9 @@
 #include "ops/scaled_masked_softmax/kernels.h"
 
 namespace npu_ext {
-namespace scaled_masked_softmax_cpu {
+namespace scaled_masked_softmax_cpu {  // the family's own: the unity build (setup.py) compiles the op files as one unit
+
+namespace forward {
 namespace {
 
 at::Tensor scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, double scale, bool fix_triu_mask,
@@ -25,14 +27,9 @@ at::Tensor scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, do
 }
 
 }  // namespace
+}  // namespace forward
 
-TORCH_LIBRARY_IMPL(npu_ext, CPU, m) { m.impl("scaled_masked_softmax", &scaled_masked_softmax); }
-
-}  // namespace scaled_masked_softmax_cpu
-}  // namespace npu_ext
-
-namespace npu_ext {
-namespace scaled_masked_softmax_backward_cpu {
+namespace backward {
 namespace {
 
 void compute(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask, double scale,
@@ -61,11 +58,13 @@ void scaled_masked_softmax_backward_out(const at::Tensor& grad_output, const at:
 }
 
 }  // namespace
+}  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, CPU, m) {
-  m.impl("scaled_masked_softmax_backward", &scaled_masked_softmax_backward);
-  m.impl("scaled_masked_softmax_backward.out", &scaled_masked_softmax_backward_out);
+  m.impl("scaled_masked_softmax", &forward::scaled_masked_softmax);
+  m.impl("scaled_masked_softmax_backward", &backward::scaled_masked_softmax_backward);
+  m.impl("scaled_masked_softmax_backward.out", &backward::scaled_masked_softmax_backward_out);
 }
 
-}  // namespace scaled_masked_softmax_backward_cpu
+}  // namespace scaled_masked_softmax_cpu
 }  // namespace npu_ext

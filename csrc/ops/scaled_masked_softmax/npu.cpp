@@ -27,7 +27,9 @@
 #include "ops/scaled_masked_softmax/composite.h"
 
 namespace npu_ext {
-namespace scaled_masked_softmax_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
+namespace scaled_masked_softmax_npu {  // the family's own: the unity build (setup.py) compiles the op files as one unit
+
+namespace forward {
 namespace {
 
 constexpr const char* kOp = "scaled_masked_softmax";
@@ -58,14 +60,9 @@ at::Tensor scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, do
 }
 
 }  // namespace
+}  // namespace forward
 
-TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) { m.impl("scaled_masked_softmax", &scaled_masked_softmax); }
-
-}  // namespace scaled_masked_softmax_npu
-}  // namespace npu_ext
-
-namespace npu_ext {
-namespace scaled_masked_softmax_backward_npu {  // this file's own: the unity build (setup.py) compiles the op files as one unit
+namespace backward {
 namespace {
 
 constexpr const char* kOp = "scaled_masked_softmax_backward";
@@ -118,11 +115,13 @@ void scaled_masked_softmax_backward_out(const at::Tensor& grad_output, const at:
 }
 
 }  // namespace
+}  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) {
-  m.impl("scaled_masked_softmax_backward", &scaled_masked_softmax_backward);
-  m.impl("scaled_masked_softmax_backward.out", &scaled_masked_softmax_backward_out);
+  m.impl("scaled_masked_softmax", &forward::scaled_masked_softmax);
+  m.impl("scaled_masked_softmax_backward", &backward::scaled_masked_softmax_backward);
+  m.impl("scaled_masked_softmax_backward.out", &backward::scaled_masked_softmax_backward_out);
 }
 
-}  // namespace scaled_masked_softmax_backward_npu
+}  // namespace scaled_masked_softmax_npu
 }  // namespace npu_ext
