@@ -1,4 +1,4 @@
-"""Derives exp2_fraction() in csrc/core/cpu/vec.h (the core of every fp32 exponential of the kernels).
+"""Derives exp2_fraction() in csrc/core/cpu/vec/math.h (the core of every fp32 exponential of the kernels).
 
     2^f ~ 1 + f * Q(f),   |f| <= 1/2,   Q of degree 4
 

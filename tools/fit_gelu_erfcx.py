@@ -1,4 +1,4 @@
-"""Derives the polynomial of normal_tail() in csrc/core/cpu/vec.h (gelu's fp32 cdf).
+"""Derives the polynomial of normal_tail() in csrc/core/cpu/vec/math.h (gelu's fp32 cdf).
 
     r(x) = erfcx(|x| / sqrt2) / 2 = t * (1/2 + s * P(s)),   s = |x| / (K + |x|),   t = 1 - s = K / (K + |x|),   K = 4
 
