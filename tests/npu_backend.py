@@ -1,5 +1,5 @@
 """The two harnesses that run the NPU path (csrc/ops/*/npu.cpp) without an NPU, behind one interface for the NPU-path tests
-(tests/test_npu_path.py, tests/npu_path_scenarios.py).
+(tests/test_npu_path*.py through tests/npu_path_common.py, tests/npu_path_scenarios.py).
 
 * ``FakeCann`` (x86-64, ``make test-npu``): the REAL torch_npu runtime (a release of the release table) on the
   fake CANN libraries of tests/fake_cann. torch_ext is the build with torch_ext._C_npu; tensors are real ``npu``

@@ -2,7 +2,7 @@
 on the fake CANN, or against the stand-in under the aarch64 emulation).
 
 Capabilities (entry points, SoC, and the one-time kernel probe of each entry point) are found once per
-process, so each machine configuration gets its own process: tests/test_npu_path.py runs
+process, so each machine configuration gets its own process: tests/test_npu_path_machine.py runs
 ``python npu_path_scenarios.py <scenario>`` with the environment of that machine (NPU_FAKE_SOC, NPU_FAKE_NO_KERNEL,
 NPU_EXT_NO_CPU_FALLBACK; a CANN without some entry points: LD_LIBRARY_PATH or NPU_EXT_STANDIN_MISSING) and reads one
 JSON object from the last line of stdout: for every step, whether the NPU kernel's result equals the CPU kernel's (bitwise, NaN
