@@ -296,6 +296,21 @@ def _torch_npu_location():
     return list(spec.submodule_search_locations)[0], version
 
 
+# op-plugin's extension API as torch_npu's include directory ships it (relative to include/third_party/op-plugin):
+# the functions and the executor-cache template csrc/core/npu/torch_npu_compat.h calls aclnn with from torch_npu 2.7.
+OP_API_EXTENSION_HEADERS = ("op_plugin/include/npu_cpp_extension.h", "op_plugin/utils/op_api_common_base.h")
+
+
+def _op_api_extension(include):
+    """How _C_npu calls aclnn against the torch_npu whose include directory is `include` (NPU_EXT_OP_API_EXTENSION,
+    read by csrc/core/npu/torch_npu_compat.h): 1, op-plugin's extension API, when the directory ships both
+    OP_API_EXTENSION_HEADERS; 0, CANN's C API and OpCommand::RunOpApiV2 (the torch_npu 2.6 path), when it ships
+    neither or only one. Decided by the headers, not by the version: torch_npu 2.6 has none of them, and neither
+    have the first .postN of torch_npu 2.7 (those before the release table's extension_api_from)."""
+    base = os.path.join(include, "third_party", "op-plugin")
+    return int(all(os.path.isfile(os.path.join(base, h)) for h in OP_API_EXTENSION_HEADERS))
+
+
 def _npu_extension():
     mode = os.environ.get("NPU_EXT_BUILD_NPU", "auto")
     if mode == "0":
@@ -326,11 +341,13 @@ def _npu_extension():
                       os.path.join(include, "third_party", "acl", "inc"),
                       os.path.join(include, "third_party", "hccl", "inc")],
         depends=HEADERS,
-        # CURRENT_VERSION: torch_npu's headers select their variant by it; NPU_EXT_TORCH_NPU_VERSION:
-        # csrc/core/npu/torch_npu_compat.h selects how aclnn is called (op-plugin's extension API from torch_npu 2.7);
-        # NPU_EXT_HIT_CACHE_LEVEL: hit_cache_ext takes the deterministic level
+        # CURRENT_VERSION: torch_npu's headers select their variant by it; NPU_EXT_TORCH_NPU_VERSION: the release;
+        # NPU_EXT_OP_API_EXTENSION: csrc/core/npu/torch_npu_compat.h calls aclnn through op-plugin's extension API
+        # (1) or CANN's C API (0), by the headers (_op_api_extension); NPU_EXT_HIT_CACHE_LEVEL: hit_cache_ext takes
+        # the deterministic level
         define_macros=[("NPU_EXT_NPU_MODULE", None), ("CURRENT_VERSION", f"V{major}R{minor}"),
                        ("NPU_EXT_TORCH_NPU_VERSION", str(int(major) * 100 + int(minor))),
+                       ("NPU_EXT_OP_API_EXTENSION", str(_op_api_extension(include))),
                        ("NPU_EXT_HIT_CACHE_LEVEL", str(level_form))],
         extra_compile_args={"cxx": ["-O2", "-g0", "-std=c++20", "-Wall", "-Wno-unused-function"]},
         library_dirs=[os.path.join(npu_dir, "lib")],

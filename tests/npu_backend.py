@@ -151,6 +151,19 @@ def npu_device_available():
     return True, ""
 
 
+def op_api_extension():
+    """Whether the installed torch_npu ships op-plugin's extension API (op_plugin/include/npu_cpp_extension.h and
+    op_plugin/utils/op_api_common_base.h), which setup.py builds the NPU path on (NPU_EXT_OP_API_EXTENSION): torch_npu
+    2.7 from the release table's extension_api_from; 2.6 and the .postN of 2.7 before it take CANN's C API (no
+    executor cache). Read from the headers, as setup.py does, not from the build."""
+    spec = importlib.util.find_spec("torch_npu")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    base = os.path.join(list(spec.submodule_search_locations)[0], "include", "third_party", "op-plugin", "op_plugin")
+    return all(os.path.isfile(os.path.join(base, h))
+               for h in ("include/npu_cpp_extension.h", "utils/op_api_common_base.h"))
+
+
 def which():
     """(backend class or None, why not): the real runtime where torch_ext loaded its NPU kernels; the stand-in
     only off x86-64 (the aarch64 emulation); nothing on an x86-64 machine without torch_npu."""

@@ -1,7 +1,7 @@
 """torch_npu's executor cache with the extension's aclnn calls, in the real torch_npu runtime on the fake CANN
 (make test-npu, and every release row of make test-versions; skipped elsewhere).
 
-On torch_npu 2.7.1 and later the NPU path calls aclnn through op-plugin's extension API (csrc/core/npu/torch_npu_compat.h),
+Where torch_npu ships op-plugin's extension API (2.7.1.post4 and later) the NPU path calls aclnn through it (csrc/core/npu/torch_npu_compat.h),
 so torch_npu hashes each call (each tensor's sizes, dtype, strides, offset and storage size; scalars by their bytes;
 strings by content; the deterministic setting, or level from 2.13; device, stream and the operator's name) and asks
 nnopbase's executor cache first. nnopbase caches only composite executors (an op_api that builds its executor with
@@ -20,8 +20,8 @@ Logit, ScaledMaskedSoftmax):
 * a change of shape, dtype, strides, any scalar or string attribute, or of torch.use_deterministic_algorithms
   misses (phase 1 runs again);
 * the same at TASK_QUEUE_ENABLE=0, 1 and 2 (each its own process: torch_npu reads it at start).
-On torch_npu 2.6 the extension's path has no executor cache (torch_npu 2.6 exports none of op-plugin's API): every
-call runs phase 1, and that is asserted instead. The cache's own rules (per thread, 10000 entries per thread, no
+On torch_npu 2.6 (and 2.7.1, 2.7.1.post2) the extension's path has no executor cache (they ship none of op-plugin's
+extension API): every call runs phase 1, and that is asserted instead. The cache's own rules (per thread, 10000 entries per thread, no
 replacement, the API-name check, usable after a successful launch) are in test_npu_cache_nnopbase.py.
 """
 
@@ -36,16 +36,11 @@ import torch
 
 import torch_ext
 
+import npu_backend  # noqa: E402
+
 pytestmark = pytest.mark.skipif(not torch_ext._npu.LOADED, reason="needs torch_ext._C_npu (make test-npu)")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _torch_npu_minor():
-    import torch_npu
-
-    major, minor = torch_npu.__version__.split(".")[:2]
-    return int(major) * 100 + int(minor)
 
 
 class Opapi:
@@ -254,7 +249,7 @@ def opapi():
     return lib
 
 
-CACHED = _torch_npu_minor() >= 207 if torch_ext._npu.LOADED else False
+CACHED = npu_backend.op_api_extension() if torch_ext._npu.LOADED else False  # the path setup.py builds
 # The operators nnopbase caches: their op_api builds a composite executor (CREATE_EXECUTOR()). docs/npu.md has the
 # upstream file of each, and why the other four are not cached.
 COMPOSITE = {"aclnnGeluBackwardV2", "aclnnGeluV2", "aclnnPreluBackward", "aclnnPrelu", "aclnnGroupedBiasAddGrad",

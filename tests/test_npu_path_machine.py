@@ -314,19 +314,21 @@ def test_host_work_is_refused_during_graph_capture(backend):
 # The status report (npu_ext::_npu_status, shown by python -m torch_ext).
 def aclnn_layer():
     """The report's 'aclnn calls:' line for the torch_npu the NPU sources were built against (csrc/core/npu/
-    torch_npu_compat.cpp; the aarch64 stand-in declares 2.13's API)."""
+    torch_npu_compat.cpp: op-plugin's extension API where its headers ship it; the aarch64 stand-in declares 2.13's
+    API)."""
     if BACKEND is npu_backend.FakeCann:
         import importlib.metadata
 
         major, minor = (int(v) for v in importlib.metadata.version("torch-npu").split(".")[:2])
         release = major * 100 + minor
+        extension = npu_backend.op_api_extension()
     else:
-        release = 213
-    if release >= 213:
+        release, extension = 213, True
+    if extension and release >= 213:
         return "aclnn calls: torch_npu's op-plugin extension API (executor cache, deterministic level, task queue)"
-    if release >= 207:
+    if extension:
         return "aclnn calls: torch_npu's op-plugin extension API (executor cache, deterministic setting, task queue)"
-    return ("aclnn calls: CANN's C API with torch_npu's task queue (OpCommand::RunOpApiV2; torch_npu 2.6 exports no "
+    return ("aclnn calls: CANN's C API with torch_npu's task queue (OpCommand::RunOpApiV2; this torch_npu ships no "
             "op-plugin extension API; no executor cache)")
 
 

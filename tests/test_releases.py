@@ -91,9 +91,14 @@ def test_release_regex_finds_the_table_releases_and_nothing_else():
 # ----------------------------------------------------------------------------------------------------------
 # The table itself
 _ROW_KEYS = {"torch_npu", "torch", "cann", "wheel_python", "python", "megatron_core", "pip", "pip_no_deps",
-             "ascend950", "_comment"}
+             "ascend950", "min_torch_npu", "extension_api_from", "_comment"}
 _PAIR_KEYS = {"branch", "archive", "megatron_lm", "megatron_lm_archive", "torch_npu", "python", "pip", "_comment",
               "repository", "commit", "megatron_lm_repository", "megatron_lm_commit"}
+
+
+def _post(release):
+    """The N of a release's .postN; 0 without one."""
+    return int(release.split(".post")[1]) if ".post" in release else 0
 
 
 def table_problems(table):
@@ -115,6 +120,11 @@ def table_problems(table):
     for r in table["releases"]:
         if r["torch_npu"] and r["torch_npu"].split(".post")[0] != r["torch"]:
             bad.append(f"row {r['torch_npu']}: its torch is {r['torch']}")
+    for r in table["releases"]:
+        for key in ("min_torch_npu", "extension_api_from"):  # a .postN of the row's release, not after the row's
+            if key in r and not (r["torch_npu"] and r[key].split(".post")[0] == r["torch_npu"].split(".post")[0]
+                                 and _post(r[key]) <= _post(r["torch_npu"])):
+                bad.append(f"row {R.release_id(r)}: {key} {r[key]} is not a .postN of its release up to the row's")
     default = R.find(table, table["default"])
     if default is None or not default["torch_npu"]:
         bad.append(f"default {table['default']} is not a row with a torch_npu")
@@ -147,8 +157,9 @@ def test_table_checker_finds_inconsistencies():
     bad["default"] = "cpu-" + bad["releases"][1]["torch"]  # a row without torch_npu
     bad["mindspeed"][0]["torch_npu"] = "9.9.9"
     bad["megatron_core"]["default"] = "0.1.0"
+    bad["releases"][-1]["min_torch_npu"] = bad["releases"][0]["torch"]  # a .postN of another release
     problems = table_problems(bad)
-    assert len(problems) == 6, problems  # the key twice: undescribed and unknown
+    assert len(problems) == 7, problems  # the key twice: undescribed and unknown
 
 
 def test_the_table_is_consistent():

@@ -80,6 +80,10 @@ def values(table):
     out["megatron_core"] = [mcore["oldest"], mcore["newest"]]  # the tested range
     out["supported_torch"] = [f"{lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}"]
     out["rows"] = [r["torch_npu"] for r in npu_rows(table)] + [r["torch"] for r in rows(table)]  # any release
+    # the earliest .postN of a row's torch_npu release that builds and passes here, and the first whose headers ship
+    # op-plugin's extension API (the .postN before it take CANN's C API, as torch_npu 2.6)
+    for key in ("min_torch_npu", "extension_api_from"):
+        out[key] = [r[key] for r in npu_rows(table) if r.get(key)]
     pairs = table["mindspeed"]
     out["mindspeed.branch"] = [p["branch"] for p in pairs]
     out["mindspeed.megatron_lm"] = [p["megatron_lm"] for p in pairs]

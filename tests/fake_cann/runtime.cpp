@@ -206,6 +206,20 @@ aclError aclsysGetVersionStr(char*, char* version) {
   return kOk;
 }
 
+#ifdef ACL_PKG_VERSION_MAX_SIZE
+// The same version, in the struct form the torch_npu releases that look it up by this name read (the first .postN
+// of 2.7.1 do, and print a warning with the struct's bytes when it is not filled). Defined where the wheel's acl.h
+// declares it; elsewhere the weak stub stays.
+aclError aclsysGetCANNVersion(aclCANNPackageName, aclCANNPackageVersion* version) {
+  std::memset(version, 0, sizeof(*version));
+  std::strcpy(version->version, "8.5.0");
+  std::strcpy(version->majorVersion, "8");
+  std::strcpy(version->minorVersion, "5");
+  std::strcpy(version->releaseVersion, "0");
+  return kOk;
+}
+#endif
+
 // The last rejection reason an operator recorded (CANN's OP_LOGE), kept by the fake libopapi.so.
 const char* aclGetRecentErrMsg() {
   using LastError = const char* (*)();

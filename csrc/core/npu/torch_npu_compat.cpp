@@ -15,7 +15,7 @@
 
 #include "torch_npu/csrc/core/npu/NPUFormat.h"
 
-#if NPU_EXT_TORCH_NPU_VERSION < 207
+#if !NPU_EXT_OP_API_EXTENSION
 #include <acl/acl.h>
 #include "torch_npu/csrc/core/npu/NPUStream.h"
 #include "torch_npu/csrc/framework/OpCommand.h"
@@ -65,7 +65,7 @@ at::Tensor base_format(const at::Tensor& t) {
   return format < 0 ? t : at_npu::native::npu_format_cast(t, base_of(format));
 }
 
-#if NPU_EXT_TORCH_NPU_VERSION >= 207
+#if NPU_EXT_OP_API_EXTENSION
 
 void* op_api_symbol(const char* name) { return GetOpApiFuncAddr(name); }
 
@@ -189,7 +189,7 @@ void* op_api_symbol(const char* name) {
 }
 
 const char* aclnn_layer() {
-  return "CANN's C API with torch_npu's task queue (OpCommand::RunOpApiV2; torch_npu 2.6 exports no op-plugin "
+  return "CANN's C API with torch_npu's task queue (OpCommand::RunOpApiV2; this torch_npu ships no op-plugin "
          "extension API; no executor cache)";
 }
 

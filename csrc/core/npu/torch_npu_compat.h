@@ -2,11 +2,12 @@
 // aclnn operator is looked up and queued. npu_common.h's launch() and probe_launch() call queue_aclnn() below
 // and nothing else of torch_npu's aclnn machinery; no op file tests a torch_npu version.
 //
-// NPU_EXT_TORCH_NPU_VERSION (major * 100 + minor, e.g. 213) is set by setup.py from the installed torch_npu.
+// NPU_EXT_TORCH_NPU_VERSION (major * 100 + minor, e.g. 213) is set by setup.py from the installed torch_npu, and
+// NPU_EXT_OP_API_EXTENSION (0 or 1) from its headers: whether its include directory ships op-plugin's extension API.
 //
-// Two ways to call aclnn, chosen by what the release exports:
+// Two ways to call aclnn, chosen by what the release ships (NPU_EXT_OP_API_EXTENSION):
 //
-//  * torch_npu 2.7.1 and later export op-plugin's extension API (op_plugin/include/npu_cpp_extension.h, the
+//  * torch_npu 2.7.1.post4 and later export op-plugin's extension API (op_plugin/include/npu_cpp_extension.h, the
 //    functions torch_npu's own EXEC_NPU_CMD uses): the aclnn lookup (GetOpApiFuncAddr), the argument conversion,
 //    the thread-local memory context, torch_npu's executor cache, its deterministic setting, its workspace and its
 //    task queue (RunAclCall). queue_aclnn() runs their sequence in that release's EXEC_NPU_CMD_V1_EXT order, with
@@ -16,14 +17,15 @@
 //      - 2.13 and later, and 2.7.1.post11 (NPU_EXT_HIT_CACHE_LEVEL, read from the headers): the deterministic
 //        LEVEL (c10_npu::GetDeterministicLevel, applied with at_npu::native::ApplyDeterministicLevel before the
 //        cache lookup), and hit_cache_ext takes that level;
-//      - 2.7.1 to 2.12 otherwise: SetExecConfig() applies torch.use_deterministic_algorithms after the cache
+//      - 2.7.1.post4 to 2.12 otherwise: SetExecConfig() applies torch.use_deterministic_algorithms after the cache
 //        lookup, and hit_cache_ext has no level parameter (a level passed there would be hashed as the first op
 //        argument).
 //    Using the exported API keeps the extension's calls in torch_npu's cache, memory context and deterministic
 //    state exactly as torch_npu's own operators are.
 //
 //  * torch_npu 2.6 exports none of it (its op_plugin include folder has ops.h alone; GetOpApiFuncAddr,
-//    ConvertTypes, InitExecCommonCtx and RunAclCall are internal to libtorch_npu.so). There the call is made
+//    ConvertTypes, InitExecCommonCtx and RunAclCall are internal to libtorch_npu.so), and the first .postN of 2.7.1
+//    (2.7.1, 2.7.1.post2) ship neither npu_cpp_extension.h nor op_api_common_base.h. There the call is made
 //    with CANN's C API and the torch_npu API every release exports: the operators are looked up in CANN's
 //    libraries with dlopen/dlsym (custom and vendor packages, libopapi.so, then the feature libraries, as op-plugin
 //    does), the arguments converted with nnopbase's aclCreateTensor & co. (resolved in the same libraries), the memory
@@ -35,9 +37,10 @@
 //    nnopbase cache interface torch_npu uses is internal. MindSpeed's own aclnn layer (ACLNN_CMD in
 //    mindspeed/ops/csrc/cann/inc/aclnn_common.h) calls aclnn on these releases the same way.
 //
-// Why not the second way everywhere: on 2.7.1 and later the exported API is what torch_npu's own operators use,
+// Why not the second way everywhere: where it is shipped, the exported API is what torch_npu's own operators use,
 // so the extension's calls share their executor cache (no phase 1 on a repeated call), their deterministic level
-// (2.13: levels beyond on/off) and their memory context. Why not only the first: 2.6 does not have it.
+// (2.13: levels beyond on/off) and their memory context. Why not only the first: 2.6 and the first .postN of 2.7.1
+// do not have it.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -56,7 +59,14 @@
 #define NPU_EXT_HIT_CACHE_LEVEL (NPU_EXT_TORCH_NPU_VERSION >= 213)
 #endif
 
-#if NPU_EXT_TORCH_NPU_VERSION >= 207
+// Whether the installed torch_npu ships op-plugin's extension API (op_plugin/include/npu_cpp_extension.h and
+// op_plugin/utils/op_api_common_base.h): set by setup.py from the installed headers, because the first .postN of
+// torch_npu 2.7.1 (2.7.1, 2.7.1.post2) ship neither and take the 2.6 path; by the version when a build does not say.
+#ifndef NPU_EXT_OP_API_EXTENSION
+#define NPU_EXT_OP_API_EXTENSION (NPU_EXT_TORCH_NPU_VERSION >= 207)
+#endif
+
+#if NPU_EXT_OP_API_EXTENSION
 #include "op_plugin/include/npu_cpp_extension.h"
 
 #include <utility>
@@ -120,7 +130,7 @@ bool private_format(const at::Tensor& t);
 at::Tensor base_format(const at::Tensor& t);
 
 
-#if NPU_EXT_TORCH_NPU_VERSION >= 207
+#if NPU_EXT_OP_API_EXTENSION
 
 // Phase 1 on the calling thread; when it returns an executor, phase 2 is queued on torch_npu's task queue and
 // `report(status)` inside the queued task turns phase 2's status into what the task reports to the queue. A hit
@@ -183,7 +193,7 @@ int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued
   return 0;  // `context` ends the memory context, as UnInitExecCommonCtx() after RunAclCall in the macro
 }
 
-#else  // torch_npu 2.6: CANN's C API and OpCommand::RunOpApiV2
+#else  // torch_npu 2.6 (and 2.7.1, 2.7.1.post2): CANN's C API and OpCommand::RunOpApiV2
 
 struct aclTensor;
 
@@ -261,7 +271,7 @@ int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued
   return 0;  // `context` ends the memory context
 }
 
-#endif  // NPU_EXT_TORCH_NPU_VERSION
+#endif  // NPU_EXT_OP_API_EXTENSION
 
 }  // namespace compat
 }  // namespace npu
