@@ -13,8 +13,8 @@
 // is CHECKED on the calling thread, so a call aclnn rejects raises a RuntimeError at the call ("npu_ext.<op>:
 // aclnnXxxGetWorkspaceSize rejected ... status N"), instead of a null executor whose queued second phase fails
 // later with 161001 at an unrelated operation. Every torch_npu-release difference of that sequence is in
-// npu/torch_npu_compat.h (op-plugin's exported extension API from 2.7.1, CANN's C API with torch_npu's task
-// queue on 2.6). Besides it, this code uses only what every release from 2.6 to 2.14 exports:
+// core/npu/torch_npu_compat.h (op-plugin's exported extension API where the release's headers ship it, CANN's C
+// API with torch_npu's task queue elsewhere: 2.6 and 2.7.1's first .postN). Besides it, this code uses only what every release from 2.6 to 2.14 exports:
 // c10_npu::npuSynchronizeDevice, c10_npu::currentStreamCaptureStatusMayInitCtx, aclrtGetSocName and
 // aclGetRecentErrMsg.
 //
