@@ -10,7 +10,7 @@ bit for bit as on the same tensors with torch_npu's storage. On 2.13 and later a
 so a pass there also shows it is never read.
 """
 
-import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,7 +46,7 @@ def helper():
 
     import torch_npu
 
-    tag = f"torch{torch.__version__.split('+')[0]}-npu{torch_npu.__version__.split('+')[0]}-py{os.sys.version_info[1]}"
+    tag = f"torch{torch.__version__.split('+')[0]}-npu{torch_npu.__version__.split('+')[0]}-py{sys.version_info[1]}"
     build = ROOT / "build" / "test_helpers" / f"foreign_storage-{tag}"
     build.mkdir(parents=True, exist_ok=True)
     return load_inline("npu_ext_foreign_storage", cpp_sources=HELPER, functions=["foreign_alias", "storage_type"],
