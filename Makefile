@@ -95,10 +95,11 @@ npu-check: venv
 # is built the way README's Ascend install builds it (setup.py with torch_npu installed: torch_ext._C_npu linked
 # against the real libtorch_npu.so) into build/npu/lib, and the tests import that build (tests/conftest.py checks
 # it, and turns every skip into a failure). The fake libraries are built into build/fake_cann/<hash>/lib and put on LD_LIBRARY_PATH.
+# The tests are those marked npu (tests/npu); NPU_TESTS=<paths> runs those of some files only.
 NPU_VENV := .venv-npu
 NPU_PY := $(NPU_VENV)/bin/python
 NPU_BUILD := build/npu
-NPU_TESTS ?= $(sort $(wildcard tests/test_npu_*.py))
+NPU_TESTS ?= tests
 
 $(NPU_VENV)/.stamp-venv: $(VENV)/.stamp-venv
 	$(PYTHON) -m venv $(NPU_VENV)
@@ -111,7 +112,7 @@ $(NPU_BUILD)/.stamp: $(NPU_VENV)/.stamp-venv $(SOURCES)
 	mkdir -p $(NPU_BUILD) && touch $@.start
 	$(CCACHE_ENV) TORCH_DEVICE_BACKEND_AUTOLOAD=0 NPU_EXT_BUILD_NPU=1 MAX_JOBS=$${MAX_JOBS:-2} $(NPU_PY) setup.py -q build_ext \
 		--build-temp $(NPU_BUILD)/temp --build-lib $(NPU_BUILD)/lib
-	cp -f torch_ext/*.py torch_ext/releases.json $(NPU_BUILD)/lib/torch_ext/
+	cp -rf torch_ext/*.py torch_ext/testing torch_ext/releases.json $(NPU_BUILD)/lib/torch_ext/
 	mv $@.start $@
 
 npu-build: $(NPU_BUILD)/.stamp
@@ -133,20 +134,19 @@ ifeq ($(TORCH_NPU),$(DEFAULT_TORCH_NPU))
 test-npu: npu-build
 	fake_lib=$$($(NPU_PY) tests/fake_cann/build.py | tail -n 1) && \
 	cd $(NPU_BUILD) && LD_LIBRARY_PATH=$$fake_lib PYTHONPATH=$(CURDIR)/$(NPU_BUILD)/lib:$(CURDIR) NPU_EXT_EXPECT_NPU=1 \
-	  $(CURDIR)/$(NPU_PY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) -c $(CURDIR)/pyproject.toml \
+	  $(CURDIR)/$(NPU_PY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) -c $(CURDIR)/pyproject.toml -m npu \
 	  $(addprefix $(CURDIR)/,$(NPU_TESTS))
 else
-# other releases: the NPU suite, that build imported under other pairs, autograd (whose C++ nodes differ by torch)
-# and the Megatron tests against the release's megatron-core (the release table's: the newest beside the newest
-# torch_npu)
+# other releases: the tests marked npu or release (the NPU suite, that build imported under other pairs, the op values
+# and autograd, whose C++ nodes differ by torch, and the Megatron tests against the release's megatron-core: the
+# release table's, the newest beside the newest torch_npu)
 test-npu: venv
-	$(PYTHON) tools/versions.py run $(TORCH_NPU) --tests $(NPU_TESTS) tests/test_version_mismatch.py tests/test_autograd.py \
-	  tests/test_megatron.py tests/test_megatron_tp.py
+	$(PYTHON) tools/versions.py run $(TORCH_NPU) --tests $(NPU_TESTS)
 endif
 
 # Every torch / torch_npu release of the supported range (the release table), each in its own venv and
-# runtime: tests/test_npu_*.py, test_ops.py, test_forward.py and test_autograd.py against the package installed with
-# README's Ascend command; one line per release and a table at the end (docs/platforms.md). VERSIONS=... runs some.
+# runtime: the tests marked npu or release against the package installed with README's Ascend command; one line per
+# release and a table at the end (docs/platforms.md). VERSIONS=... runs some.
 VERSIONS ?=
 test-versions: venv
 	$(PYTHON) tools/versions.py all $(VERSIONS)
@@ -154,7 +154,7 @@ test-versions: venv
 # The real MindSpeed pairs (the release table's mindspeed), each in its own venv (build/mindspeed/<branch>): the pair's
 # Python, torch and torch_npu on the fake CANN, Megatron-LM's megatron/ on PYTHONPATH and MindSpeed installed
 # as its guide says (both unpacked from the archives in $NPU_EXT_THIRDPARTY), the package installed with
-# README's command; tests/test_mindspeed.py there (docs/megatron.md#mindspeed). MINDSPEED=<branch> runs one pair.
+# README's command; tests/integrations/test_mindspeed.py there (docs/megatron.md#mindspeed). MINDSPEED=<branch> runs one pair.
 # The first pair also builds the cluster wheel, which the second installs without compiling (docs/install.md).
 MINDSPEED ?=
 test-mindspeed: venv
@@ -163,17 +163,17 @@ test-mindspeed: venv
 # AddressSanitizer + UBSan: the extension built with -fsanitize=address,undefined into build/asan (the normal
 # build is untouched) and the op tests run against it. ASan must be preloaded into Python, and libstdc++ with
 # it, or C++ exceptions (every validation error) abort; leaks are not checked (CPython's own allocations).
-# UBSan findings halt the run. See docs/robustness.md.
+# UBSan findings halt the run. See docs/robustness.md. The tests are those marked asan.
 ASAN_DIR := build/asan
-ASAN_TESTS ?= tests/test_ops.py tests/test_errors.py tests/test_properties.py tests/test_generic.py tests/test_range.py tests/test_forward.py tests/test_determinism.py
+ASAN_TESTS ?= tests
 test-asan: venv
 	$(CCACHE_ENV) NPU_EXT_SANITIZE=1 NPU_EXT_BUILD_NPU=0 MAX_JOBS=$${MAX_JOBS:-2} $(PY) setup.py -q build_ext \
 		--build-temp $(ASAN_DIR)/temp --build-lib $(ASAN_DIR)/lib
-	cp -f torch_ext/*.py torch_ext/releases.json $(ASAN_DIR)/lib/torch_ext/
+	cp -rf torch_ext/*.py torch_ext/testing torch_ext/releases.json $(ASAN_DIR)/lib/torch_ext/
 	cd $(ASAN_DIR) && LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \
 		ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONPATH=$(CURDIR)/$(ASAN_DIR)/lib \
 		NPU_EXT_EXPECT_SANITIZED=1 $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) \
-		$(addprefix $(CURDIR)/,$(ASAN_TESTS))
+		-c $(CURDIR)/pyproject.toml -m asan $(addprefix $(CURDIR)/,$(ASAN_TESTS))
 
 # aarch64 (Kunpeng 920 class) on this x86-64 host: cross-builds the unmodified sources with aarch64-linux-gnu-g++
 # against the default torch's aarch64 wheel and runs the test suite on an arm64 python under qemu-user
@@ -201,7 +201,8 @@ clean:
 # with --no-deps plus what the tests need of its declared requirements: 0.12 declares training tools (wandb,
 # nvidia-modelopt, tensorstore, ...) that none of the modules used here imports. The Python and those packages per
 # series are the release table's (megatron_core.series; tools/releases.py mcore <release>).
-# MCORE_TESTS: what runs (default: test_megatron.py and the TP=2 test); MCORE_WORKERS: pytest-xdist workers.
+# What runs: the tests marked megatron (test_megatron.py and the TP=2 test; MCORE_TESTS=<paths> narrows it);
+# MCORE_WORKERS: pytest-xdist workers.
 MCORE ?= $(DEFAULT_MCORE)
 ifneq ($(filter 3.%,$(PYTHON)),)
 MCORE_PYTHON := $(PYTHON)
@@ -211,7 +212,7 @@ MCORE_RULES := $(shell python3 tools/releases.py mcore $(MCORE))
 MCORE_PYTHON ?= $(word 1,$(MCORE_RULES))
 MCORE_VENV := .venv-megatron/$(MCORE)-py$(MCORE_PYTHON)
 MCORE_PIP = megatron-core==$(MCORE) $(wordlist 2,99,$(MCORE_RULES))
-MCORE_TESTS ?= tests/test_megatron.py tests/test_megatron_tp.py
+MCORE_TESTS ?= tests
 MCORE_WORKERS ?= 2
 .PHONY: test-megatron
 
@@ -225,7 +226,7 @@ $(MCORE_VENV)/.stamp: $(VENV)/.stamp-venv
 
 test-megatron: build $(MCORE_VENV)/.stamp
 	@echo "== megatron-core $(MCORE), Python $(MCORE_PYTHON): $(MCORE_TESTS)"
-	PYTHONPATH=$(CURDIR) $(MCORE_VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(MCORE_WORKERS) $(MCORE_TESTS)
+	PYTHONPATH=$(CURDIR) $(MCORE_VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(MCORE_WORKERS) -m megatron $(MCORE_TESTS)
 else
 MCORE_BUILD := build/megatron-py$(MCORE_PYTHON)
 MCORE_SITE = $$($(CURDIR)/$(MCORE_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
@@ -245,5 +246,5 @@ test-megatron: $(MCORE_BUILD)/.stamp
 	@echo "== megatron-core $(MCORE), Python $(MCORE_PYTHON): $(MCORE_TESTS)"
 	cd $(MCORE_BUILD) && PYTHONPATH=$(MCORE_SITE):$(CURDIR) NPU_EXT_EXPECT_BUILD=$(MCORE_SITE)/torch_ext \
 	  $(CURDIR)/$(MCORE_VENV)/bin/python -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) \
-	  -c $(CURDIR)/pyproject.toml -n $(MCORE_WORKERS) $(addprefix $(CURDIR)/,$(MCORE_TESTS))
+	  -c $(CURDIR)/pyproject.toml -n $(MCORE_WORKERS) -m megatron $(addprefix $(CURDIR)/,$(MCORE_TESTS))
 endif

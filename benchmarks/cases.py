@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
-import sys
 from typing import Callable, Dict, List, Optional
 
 import torch
 
 import torch_ext  # noqa: F401  (registers torch.ops.npu_ext)
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-import samples  # noqa: E402  (tests/samples.py: the one table of sample inputs)
+from torch_ext.testing import samples  # the one table of sample inputs
 
 ext = torch.ops.npu_ext
 aten = torch.ops.aten
@@ -68,7 +65,7 @@ def _nbytes(*tensors):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Problem shapes and values: the sample table (tests/samples.py) at sizes small / medium / large (64K / 1M /
+# Problem shapes and values: the sample table (torch_ext/testing/samples.py) at sizes small / medium / large (64K / 1M /
 # 4M elements).
 def _args(op, dtype, size, variant, seed):
     args, _ = samples.OPS[op].make(dtype, size, variant, _gen(seed))

@@ -7,17 +7,17 @@ package and setup.py read it through torch_ext/_releases.py, which this loads by
   tools/releases.py docs [--check]          rewrites every generated block of README.md and docs/*.md from the
                                             table (--check: lists the blocks that differ and exits 1)
 
-The documentation names releases only inside blocks that tests/test_releases.py ties to the table:
+The documentation names releases only inside blocks that tests/repo/test_releases.py ties to the table:
 
   <!-- releases: generated NAME -->   ...   <!-- releases: end -->
       the text GENERATED[NAME] renders from the table (`docs` writes it, the test compares);
   <!-- releases: names NAME [NAME ...] -->   ...   <!-- releases: end -->
       prose or a table whose every release number is one of the values of those NAMES, each of which it names;
   <!-- releases: checked NAME -->   ...   <!-- releases: end -->
-      a table of measurements that tests/test_releases.py's checker NAME holds against the table.
+      a table of measurements that tests/repo/test_releases.py's checker NAME holds against the table.
 
 Everywhere else in the repository a release number of the table is an error, but for the table itself,
-CHANGELOG.md, docs/history.md and the EXCEPTIONS of tests/test_releases.py.
+CHANGELOG.md, docs/history.md and the EXCEPTIONS of tests/repo/test_releases.py.
 """
 
 import importlib.util

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The torch / torch_npu releases torch_ext supports, each tested in its own venv and real runtime (test-only).
 
-  tools/versions.py run TORCH_NPU [--tests FILE ...]   one release (make test-npu TORCH_NPU=..., CI's version stages)
+  tools/versions.py run TORCH_NPU [--tests PATH ...]   one release (make test-npu TORCH_NPU=..., CI's version stages)
   tools/versions.py all                                 every release (make test-versions): one line each, a table
   tools/versions.py table                               README's table of the releases (tools/releases.py table)
   tools/versions.py copy-tree DST                       the clean copy of step 3 (also make test-megatron's)
@@ -26,10 +26,10 @@ build/mindspeed/<branch>/venv, set up as MindSpeed's install guide says: Megatro
 (unpacked from its archive into build/mindspeed/<branch>/megatron-lm; no megatron-core wheel in that venv) and
 MindSpeed (unpacked into build/mindspeed/<branch>/mindspeed) installed with `pip install --no-deps -e` plus the
 packages its import needs (MINDSPEED_PIP). The archives are $NPU_EXT_THIRDPARTY's (default build/thirdparty);
-nothing of them enters the repository. The tests are tests/test_mindspeed.py, with NPU_EXT_MINDSPEED naming the
+nothing of them enters the repository. The tests are tests/integrations/test_mindspeed.py, with NPU_EXT_MINDSPEED naming the
 pair (a skip is a failure there too). Two pairs of one runtime test the cluster wheel (docs/install.md): the first
 also builds it (pip wheel --no-build-isolation --no-deps .) into build/mindspeed/wheel, the second installs that
-wheel instead of compiling and runs tests/test_npu_device.py and tests/test_version_mismatch.py besides.
+wheel instead of compiling and runs tests/npu/test_npu_device.py and tests/package/test_version_mismatch.py besides.
 """
 
 import argparse
@@ -53,7 +53,7 @@ ROWS = [(releases.release_id(r), r["torch"], r["python"], r["cann"]) for r in re
 # Tests a release cannot run are marked (pyproject.toml's markers) and not selected on it: releases.not_run(row).
 # Nothing else is deselected or skipped: a skip is a failure here, as in make test-npu.
 # What every release venv holds besides torch and torch_npu: packaging, what torchair imports
-# (tests/test_npu_torchair_import.py; MindSpeed imports torchair), and megatron-core (the NPU training tests import
+# (tests/npu/test_npu_torchair_import.py; MindSpeed imports torchair), and megatron-core (the NPU training tests import
 # test_megatron's helpers; make test-npu runs the Megatron tests on every release): the table's megatron_core.default
 # (make test's, requirements-dev.txt) unless the row names its own (the newest torch_npu pairs with the newest
 # megatron-core, whose Python it shares, so CI's newest release stage is also its newest megatron-core stage; make
@@ -76,9 +76,13 @@ MINDSPEED = {p["branch"]: p for p in TABLE["mindspeed"]}
 # (MindSpeed's requirements.txt lists far more: test tools, transformers, scikit-learn, ...).
 MINDSPEED_PIP = ["packaging>=24.2", "numpy<=1.26.0", "einops", "six", "regex", "decorator", "attrs", "psutil",
                  "scipy", "sentencepiece", *TORCHAIR_PIP]
-MINDSPEED_TESTS = ["tests/test_mindspeed.py"]
-TESTS_NPU = ["tests/test_npu_*.py", "tests/test_version_mismatch.py"]
-TESTS_ALL = TESTS_NPU + ["tests/test_ops.py", "tests/test_forward.py", "tests/test_autograd.py"]
+# What runs, by marker (pyproject.toml; tests/conftest.py marks every test with its folder): a release row runs the
+# npu tests and those marked release (a row without torch_npu, cpu-<torch>, the release ones only); a MindSpeed pair
+# those marked mindspeed, and the cluster wheel's second pair also the device tests and the install's imports.
+SELECT_ROW = "npu or release"
+SELECT_CPU_ROW = "release and not npu"
+SELECT_MINDSPEED = "mindspeed"
+SELECT_WHEEL = "mindspeed or device or (package and release)"
 
 
 def row(release):
@@ -204,13 +208,13 @@ def _prepare(release, base, venv_args, python=None, wheel=None):
     return py, test_env, after
 
 
-def _pytest(py, base, env, tests, workers, not_marked=()):
-    """pytest over `tests` in `base` with `env`, without the tests of the markers `not_marked`; (exit code, pytest's
-    closing counts)."""
+def _pytest(py, base, env, select, workers, not_marked=(), tests=None):
+    """pytest over the tests selected by the marker expression `select` (within the paths `tests`, default all) in
+    `base` with `env`, without the tests of the markers `not_marked`; (exit code, pytest's closing counts)."""
+    expression = " and ".join([f"({select})"] + [f"not {m}" for m in not_marked])
     pytest = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={ROOT}",
-              "-c", os.path.join(ROOT, "pyproject.toml"), "-n", str(workers)] + _expand(tests)
-    if not_marked:
-        pytest += ["-m", " and ".join(f"not {m}" for m in not_marked)]
+              "-c", os.path.join(ROOT, "pyproject.toml"), "-n", str(workers), "-m", expression]
+    pytest += _expand(tests or ["tests"])
     proc = subprocess.Popen(pytest, cwd=base, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     tail = []
     for out in proc.stdout:
@@ -221,17 +225,19 @@ def _pytest(py, base, env, tests, workers, not_marked=()):
 
 
 def run(release, tests, workers):
+    select = SELECT_CPU_ROW if release.startswith("cpu-") else SELECT_ROW
     t0 = time.time()
     npu_release, _, python, _ = row(release)
     base = os.path.join(ROOT, "build", "versions", release)
     pip, pip_no_deps = venv_packages(release)
     venv_args = ["--pip", *pip, "--pip-no-deps", *pip_no_deps]
     py, test_env, after = _prepare(release, base, venv_args)
-    # other torch / torch_npu pairs to import this build under (tests/test_version_mismatch.py)
+    # other torch / torch_npu pairs to import this build under (tests/package/test_version_mismatch.py)
     others = [os.path.join(ROOT, v, "bin", "python") for v in (".venv", ".venv-npu")]
     others += sorted(glob.glob(os.path.join(ROOT, "build", "versions", "*", "venv", "bin", "python")))
     test_env["NPU_EXT_OTHER_RUNTIMES"] = os.pathsep.join(p for p in others if os.path.exists(p) and p != py)
-    code, counts = _pytest(py, base, test_env, tests, workers, [m for m, _ in releases.not_run(releases.find(TABLE, release))])
+    not_run = [m for m, _ in releases.not_run(releases.find(TABLE, release))]
+    code, counts = _pytest(py, base, test_env, select, workers, not_run, tests)
     seconds = time.time() - t0
     mcore = _installed(py, "megatron-core")
     line = (f"torch_npu {npu_release if not npu_release.startswith('cpu-') else '-'} | torch {after[0]} | "
@@ -312,7 +318,7 @@ def _toolkit(base, lib):
 
 def mindspeed(branch, tests, workers):
     """One MindSpeed pair: its venv, Megatron-LM and MindSpeed as MindSpeed's guide installs them, torch_ext by
-    README's command, tests/test_mindspeed.py in that runtime on the fake CANN."""
+    README's command, tests/integrations/test_mindspeed.py in that runtime on the fake CANN."""
     t0 = time.time()
     if branch not in MINDSPEED:
         raise SystemExit(f"versions.py: {branch} is not a MindSpeed pair ({', '.join(MINDSPEED)})")
@@ -340,8 +346,8 @@ def mindspeed(branch, tests, workers):
     same = [b for b, p in MINDSPEED.items() if (p["torch_npu"], p["python"]) == (release, python)]
     wheel = None if len(same) < 2 else ("build" if same[0] == branch else "install")
     py, test_env, after = _prepare(release, base, venv_args, python, wheel)
+    select = SELECT_WHEEL if wheel == "install" else SELECT_MINDSPEED
     if wheel == "install":
-        tests = list(tests) + ["tests/test_npu_device.py", "tests/test_version_mismatch.py"]
         others = [os.path.join(ROOT, v, "bin", "python") for v in (".venv", ".venv-npu")]
         others += sorted(glob.glob(os.path.join(ROOT, "build", "versions", "*", "venv", "bin", "python")))
         test_env["NPU_EXT_OTHER_RUNTIMES"] = os.pathsep.join(p for p in others if os.path.exists(p))
@@ -353,7 +359,7 @@ def mindspeed(branch, tests, workers):
     test_env["PYTHONPATH"] += os.pathsep + megatron_dir  # Megatron-LM's megatron/, as MindSpeed's guide puts it
     test_env.update(_toolkit(base, test_env["LD_LIBRARY_PATH"].split(os.pathsep)[0]))
     test_env["NPU_EXT_MINDSPEED"] = branch
-    code, counts = _pytest(py, base, test_env, tests, workers)
+    code, counts = _pytest(py, base, test_env, select, workers, tests=tests)
     if branch == next(iter(MINDSPEED)):  # the documentation's MindSpeed runtime is the first pair's
         code = _docs(py, base, test_env) or code
     seconds = time.time() - t0
@@ -420,17 +426,15 @@ def main():
     if args.cmd == "mindspeed":
         failed = 0
         for branch in args.branches or list(MINDSPEED):
-            failed |= mindspeed(branch, args.tests or MINDSPEED_TESTS, args.workers) != 0
+            failed |= mindspeed(branch, args.tests, args.workers) != 0
         return 1 if failed else 0
     if args.cmd == "run":
-        tests = args.tests or (TESTS_ALL if args.release.startswith("cpu-") is False else TESTS_ALL[1:])
-        return run(args.release, tests, args.workers)
+        return run(args.release, args.tests, args.workers)
     chosen = args.releases or [r[0] for r in ROWS]
     failed = 0
     for npu in chosen:
         row(npu)
-        tests = TESTS_ALL if not npu.startswith("cpu-") else TESTS_ALL[1:]
-        failed |= run(npu, tests, args.workers) != 0
+        failed |= run(npu, None, args.workers) != 0
     lines = []
     for npu in chosen:
         with open(os.path.join(ROOT, "build", "versions", npu, "report.json")) as f:

@@ -9,7 +9,7 @@ storage; and special values (NaN, inf, an fp16 overflow). Inputs come from a fix
 
 Every case runs twice on the same inputs: on the device under test and on the CPU (the CPU kernels are the
 reference). The device results, moved to the CPU, must equal the CPU's within a per-dtype tolerance
-(``TOL``, as tests/test_npu_device.py), with NaN and inf at the same positions. One documented SoC difference
+(``TOL``: torch_ext.testing.tolerances.DEVICE, as the device tests use), with NaN and inf at the same positions. One documented SoC difference
 is compared with written-out values instead: on an Ascend950, prelu_backward's special values (its kernel has
 no zero terms; the CPU kernel follows A2/A3, docs/operators.md "Semantics notes"). Each case is reported as
 ``ok``, ``MISMATCH`` (how many elements differ, the largest absolute and relative errors, the first differing
@@ -32,13 +32,14 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import torch
 
+from torch_ext.testing import tolerances
+
 __all__ = ["check", "compare", "cases", "run_case", "Case", "CheckResult", "CaseResult", "TOL", "SEED"]
 
 SEED = 20240607  # every case draws its inputs from a generator seeded with this
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-# |device - cpu| <= atol + rtol |cpu| (tests/test_npu_device.py's TOL); float64 only for CPU self-checks
-TOL = {torch.float32: (1e-4, 1e-4), torch.float16: (2e-3, 2e-3), torch.bfloat16: (1.6e-2, 1.6e-2),
-       torch.float64: (1e-10, 1e-10)}
+# |device - cpu| <= atol + rtol |cpu|, as (rtol, atol) per dtype (the device tests' table too)
+TOL = tolerances.DEVICE
 SENTINEL = 77.0  # exact in every dtype: what a strided .out call must leave outside its view
 
 _ops = torch.ops.npu_ext

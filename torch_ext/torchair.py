@@ -45,9 +45,9 @@ _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 # Every ATen op in the graphs of the torch_ext functions traced with these decompositions, forward and backward:
 # the decompositions' own ops, the reshapes of torch_ext.functional and AOTAutograd's detach
-# (tests/test_torchair.py checks the graphs against this list). Each has a GE converter in torchair 2.13.0
+# (tests/training/test_torchair.py checks the graphs against this list). Each has a GE converter in torchair 2.13.0
 # (torchair/_ge_concrete_graph/ge_converter/aten/<op>.py, one that builds GE ops rather than raising
-# NotImplementedError); tests/test_torchair.py re-checks that when TORCHAIR_SRC points at those sources.
+# NotImplementedError); tests/training/test_torchair.py re-checks that when TORCHAIR_SRC points at those sources.
 ATEN_OPS = frozenset({
     "aten._softmax.default",
     "aten._to_copy.default",

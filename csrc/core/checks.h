@@ -82,7 +82,7 @@ bool is_supported_float(const at::Tensor& t);
 // The NPU path's own dtype guard, called by csrc/npu after the op's shared check: aclnn has only fp16, bf16
 // and fp32 kernels for these ops. For a PrivateUse1 tensor the shared check has already rejected anything
 // else with the same message; this also holds the NPU sources to aclnn's dtypes when they are run on tensors
-// of another device type (as the host stand-in tests in tests/test_npu_path.py do under the aarch64 emulation).
+// of another device type (as the host stand-in tests in tests/npu/test_npu_path.py do under the aarch64 emulation).
 void check_npu_float(const char* op, const char* name, const at::Tensor& t);
 
 }  // namespace npu_ext

@@ -1,6 +1,6 @@
 """The documentation's code blocks, run as a reader runs them (make test-docs; docs/testing.md).
 
-One runtime per pytest run, named by NPU_EXT_DOCS_RUNTIME (cpu, npu, mindspeed; tests/doc_blocks.py says how a block
+One runtime per pytest run, named by NPU_EXT_DOCS_RUNTIME (cpu, npu, mindspeed; tests/support/doc_blocks.py says how a block
 names its runtime). The runtime is a scratch venv over a base interpreter's packages (cpu: .venv, the default torch;
 npu: .venv-npu, the default torch_npu, with the fake CANN's set_env.sh sourced; mindspeed: the MindSpeed stage's venv,
 NPU_EXT_DOCS_PYTHON and NPU_EXT_DOCS_ENV) and a copy of the tree, both under build/docs/<runtime>, made afresh, so

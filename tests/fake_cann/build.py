@@ -116,8 +116,7 @@ def build():
     cxxflags = CXXFLAGS + [f"-D_GLIBCXX_USE_CXX11_ABI={_cxx11_abi()}"]
 
     # libascendcl.so: runtime + weak stubs
-    sys.path.insert(0, HERE)
-    import regen_symbols
+    import regen_symbols  # beside this script, whose folder is sys.path[0]
 
     site = os.path.dirname(_package_dir("torch_npu"))
     names, _, _ = regen_symbols.symbols(site)

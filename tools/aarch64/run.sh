@@ -236,7 +236,7 @@ build() {
 # with no architecture-specific code of the package, whose npu_ext calls go through the same kernels the op files
 # test emulated, and which make test runs natively (torch.compile and export, DDP, Megatron, the examples, the docs,
 # docstrings and repository checks, the benchmark's bookkeeping, the version harness, torchair's graph tracing: 130 s
-# emulated against 20 s natively), and the scenario tests of tests/test_npu_path_machine.py (each imports torch in a Python
+# emulated against 20 s natively), and the scenario tests of tests/npu/test_npu_path_machine.py (each imports torch in a Python
 # subprocess: about 43 s emulated, 2-3 s natively). Kept out to hold CI within its budget on an AVX2-only host (the
 # emulated suite took most of a CI run there). Tests can also tell they run emulated from NPU_EXT_EMULATED=1 (set in
 # emu_env). Tests that start the (aarch64) python as a subprocess are marked subprocess: they need qemu-aarch64

@@ -142,7 +142,7 @@ at::Tensor base_format(const at::Tensor& t);
 // by SetExecConfig). One addition to torch_npu's hash on 2.13 and later: torch.use_deterministic_algorithms.
 // torch_npu 2.13 hashes the deterministic LEVEL (c10_npu::GetDeterministicLevel), which that setting does not
 // change, while ApplyDeterministicLevel applies both; an executor made before torch.use_deterministic_algorithms
-// (True) would be answered after it, with the kernels phase 1 chose without determinism (tests/test_npu_cache.py
+// (True) would be answered after it, with the kernels phase 1 chose without determinism (tests/npu/test_npu_cache.py
 // shows the hit). 2.7.1 to 2.12 hash the setting themselves (CacheParams). The extra value only enters the hash:
 // hit_cache_ext converts nothing.
 template <typename Report, typename... Ts>

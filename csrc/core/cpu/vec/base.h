@@ -26,7 +26,7 @@
 #include <immintrin.h>
 #elif defined(__SSE2__)
 // x86-64's DEFAULT variant: SSE2 is part of x86-64 itself, so its intrinsics run on every CPU this variant can
-// be chosen on (tests/test_isa_portability.py checks that no AVX instruction gets in).
+// be chosen on (tests/ops/test_isa_portability.py checks that no AVX instruction gets in).
 #include <emmintrin.h>
 #define NPU_EXT_SSE2_LANES 1
 #endif

@@ -1,0 +1,87 @@
+"""Test-only helpers: expecttest across devices, bit views, 1-vs-2-thread runs, Python frame tracing. Inputs,
+samples, oracles and tolerances are torch_ext.testing's."""
+
+import expecttest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+
+def zeros(*shape, dtype=torch.float32, device="cpu"):
+    return torch.zeros(shape, dtype=dtype, device=device)
+
+
+class DeviceErrorTestCase(expecttest.TestCase):
+    """expecttest.TestCase whose err(fn) returns the message of the RuntimeError raised by fn(device) on every
+    device given (CPU and Meta by default), asserting they agree: the checks are one shared implementation."""
+
+    def err(self, fn, devices=("cpu", "meta")):
+        messages = set()
+        for device in devices:
+            with self.assertRaises(RuntimeError) as ctx:
+                fn(device)
+            messages.add(str(ctx.exception).split("\n")[0])
+        self.assertEqual(len(messages), 1, messages)
+        return messages.pop()
+
+
+def bits(t):
+    """The raw bits of a float tensor, for exact comparisons (NaN-safe, -0.0 != 0.0)."""
+    return t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+def on_1_and_2_threads(fn):
+    """fn() computed with 1 and with 2 threads, each result as a tuple of tensors."""
+    before = torch.get_num_threads()
+    try:
+        results = []
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            r = fn()
+            results.append(r if isinstance(r, tuple) else (r,))
+        return results
+    finally:
+        torch.set_num_threads(before)
+
+
+def python_frames(fn, *args):
+    """fn(*args) under a Python profiler hook: (its result, the file of every Python frame entered while it
+    ran), to prove that a call stays in C++ or takes a given path."""
+    import sys
+
+    files = []
+
+    def hook(frame, event, arg):
+        if event == "call":
+            files.append(frame.f_code.co_filename)
+
+    sys.setprofile(hook)
+    try:
+        out = fn(*args)
+    finally:
+        sys.setprofile(None)
+    return out, files
+
+
+class OpLog(TorchDispatchMode):
+    """Records every operator that runs (npu_ext ops included), forward and backward."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+    def npu_ext(self):
+        return {o for o in self.ops if o.startswith("npu_ext.")}
+
+
+def own_stdout(text):
+    """A subprocess's stdout without what torch_npu prints into it as torch autoloads it: its CANN check's
+    "Warning: ASCEND_HOME_PATH environment variable is not set." ("Warning : ..." before 2.14) where CANN's
+    set_env.sh was not sourced, as under the fake CANN of the release stages (tools/versions.py)."""
+    import re
+
+    return "".join(line for line in text.splitlines(keepends=True)
+                   if not re.match(r"Warning ?: (ASCEND_HOME_PATH |CANN package version )", line))

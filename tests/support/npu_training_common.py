@@ -1,0 +1,46 @@
+"""What the npu training tests share (tests/npu/test_npu_training.py, tests/npu/test_npu_megatron.py): whether the npu device
+is there, the fake CANN's launch counters, and an op log that records the devices of every npu_ext op's tensors."""
+
+import ctypes
+
+import torch
+
+import npu_backend
+from helpers import OpLog
+
+AVAILABLE, REASON = npu_backend.npu_device_available()
+f64 = torch.float64
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+NPU = "npu"
+
+
+def _opapi():
+    """The fake libopapi.so torch_npu loaded (same handle: shared call counters), or None on a real CANN."""
+    try:
+        lib = ctypes.CDLL("libopapi.so")
+        lib.fake_opapi_calls.restype = ctypes.c_int
+        lib.fake_opapi_calls.argtypes = [ctypes.c_char_p]
+        return lib
+    except (OSError, AttributeError):  # pragma: no cover - a real CANN has no counters
+        return None
+
+
+def aclnn_calls(api):
+    """Launches (phase 2) of an aclnn entry point counted by the fake libopapi since the process started."""
+    lib = _opapi()
+    return None if lib is None else lib.fake_opapi_calls(api.encode())
+
+
+class NpuOpLog(OpLog):
+    """helpers.OpLog, plus the devices of every npu_ext op's tensor arguments."""
+
+    def __init__(self):
+        super().__init__()
+        self.devices = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = str(func)
+        if name.startswith("npu_ext."):
+            devs = {a.device.type for a in list(args) + list((kwargs or {}).values()) if isinstance(a, torch.Tensor)}
+            self.devices.setdefault(name, set()).update(devs)
+        return super().__torch_dispatch__(func, types, args, kwargs)
