@@ -115,6 +115,8 @@ at::Tensor new_output(const OutputSpec& spec, const at::Tensor& like) {
   return at::empty_symint(spec.shape, like.options().dtype(spec.dtype));
 }
 
+LikeMeta like_spec(const at::Tensor& t) { return {OutputSpec{t.sym_sizes().vec(), t.scalar_type()}}; }
+
 at::Tensor like_output(const at::Tensor& t) { return at::empty_symint(t.sym_sizes(), t.options()); }
 
 }  // namespace npu_ext

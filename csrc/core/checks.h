@@ -15,6 +15,7 @@
 #include <c10/util/Optional.h>
 #include <c10/util/string_view.h>
 
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -30,6 +31,19 @@ constexpr int64_t kMaxRank = 8;
 struct OutputSpec {
   std::vector<c10::SymInt> shape;
   at::ScalarType dtype;
+};
+
+// What a forward op's check infers: one output of its first tensor's shape and dtype (like_spec).
+struct LikeMeta {
+  OutputSpec out;
+};
+LikeMeta like_spec(const at::Tensor& t);
+
+// The part every forward op's specification shares (core/structured.h): one output like its input, no .out overload.
+struct ForwardOp {
+  static constexpr bool kHasOut = false;
+  static constexpr std::array<const char*, 1> kOutputs{"out"};
+  static std::array<const OutputSpec*, 1> outputs(const LikeMeta& meta) { return {&meta.out}; }
 };
 
 // "npu_ext.<op>: <message>" as a RuntimeError when cond is false.

@@ -1,7 +1,7 @@
 // gelu and gelu_backward_v2 (and its .out overload) as compositions of ATen ops, registered on
 // CompositeExplicitAutograd: what runs on any device that has no kernel of its own (CUDA, XPU, MPS, ...), so
 // training through torch_ext works wherever PyTorch runs. A kernel registered on a backend key wins over it on that
-// backend: CPU (cpu.cpp), Meta (meta.cpp) and PrivateUse1 (npu.cpp, which calls the forward composite where aclnn's
+// backend: CPU (cpu.cpp), Meta (library.cpp) and PrivateUse1 (npu.cpp, which calls the forward composite where aclnn's
 // kernel is unavailable: torch_ext._C_npu compiles this file too, extension modules share no symbols). Autograd is
 // not part of CompositeExplicitAutograd: it is on the generic Autograd key (autograd.cpp).
 //
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/composite.h"
+#include "core/structured.h"
 #include "ops/gelu/checks.h"
 
 namespace npu_ext {
@@ -83,23 +84,10 @@ at::Tensor gelu_backward_v2(const at::Tensor& grad_output, const at::Tensor& sel
   return finish(g * d, meta.grad_input.dtype);
 }
 
-void gelu_backward_v2_out(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate,
-                          const at::Tensor& grad_input) {
-  const auto meta = check_gelu_backward_v2(grad_output, self, approximate);
-  check_out("gelu_backward_v2", "grad_input", grad_input, meta.grad_input, self);
-  grad_input.copy_(gelu_backward_v2(grad_output, self, approximate));
-}
-
 }  // namespace
 }  // namespace composite
 
-// Registered by torch_ext._C only: torch_ext._C_npu compiles the composites to call them (NPU_EXT_NPU_MODULE).
-#if !defined(NPU_EXT_NPU_MODULE)
-TORCH_LIBRARY_IMPL(npu_ext, CompositeExplicitAutograd, m) {
-  m.impl("gelu", &composite::gelu);
-  m.impl("gelu_backward_v2", &composite::gelu_backward_v2);
-  m.impl("gelu_backward_v2.out", &composite::gelu_backward_v2_out);
-}
-#endif
+NPU_EXT_COMPOSITE(GeluOp, composite::gelu)
+NPU_EXT_COMPOSITE(GeluBackwardV2Op, composite::gelu_backward_v2)  // .out: the result copied
 
 }  // namespace npu_ext

@@ -7,6 +7,7 @@
 #include <torch/library.h>
 
 #include "core/cpu/out.h"
+#include "core/structured.h"
 #include "ops/gelu/checks.h"
 #include "ops/gelu/kernels.h"
 
@@ -46,27 +47,20 @@ void compute(const at::Tensor& grad_output, const at::Tensor& self, const GeluBa
   });
 }
 
-at::Tensor gelu_backward_v2(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
-  const auto meta = check_gelu_backward_v2(grad_output, self, approximate);
-  at::Tensor grad_input = new_output(meta.grad_input, grad_output);
-  compute(grad_output, self, meta, grad_input);
-  return grad_input;
-}
-
-void gelu_backward_v2_out(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate,
-                          const at::Tensor& grad_input) {
-  const auto meta = check_gelu_backward_v2(grad_output, self, approximate);
-  check_out("gelu_backward_v2", "grad_input", grad_input, meta.grad_input, self);
-  compute(grad_output, self, meta, grad_input);
-}
+// The CPU kernel of both overloads (core/structured.h; the check and the outputs: GeluBackwardV2Op).
+struct Kernel {
+  static void run(const GeluBackwardMeta& meta, const std::array<at::Tensor, 1>& outs, const at::Tensor& grad_output,
+                  const at::Tensor& self, c10::string_view) {
+    compute(grad_output, self, meta, outs[0]);
+  }
+};
 
 }  // namespace
 }  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, CPU, m) {
   m.impl("gelu", &forward::gelu);
-  m.impl("gelu_backward_v2", &backward::gelu_backward_v2);
-  m.impl("gelu_backward_v2.out", &backward::gelu_backward_v2_out);
+  structured::impl<GeluBackwardV2Op, backward::Kernel>(m);
 }
 
 }  // namespace gelu_cpu

@@ -16,9 +16,11 @@
 // (ops-nn aclnn_gelu_backward_v2.cpp, CheckPromoteTypeGeluBackward), so mixed dtypes are cast to the output dtype
 // result_type(grad_output, self) first: the values the CPU kernel computes from.
 
+#include <array>
 #include <string>
 
 #include "core/npu/aclnn.h"
+#include "core/structured.h"
 #include "ops/gelu/checks.h"
 #include "ops/gelu/composite.h"
 
@@ -63,13 +65,6 @@ constexpr const char* kOp = "gelu_backward_v2";
 
 NPU_EXT_ACLNN(api, kOp, aclnnGeluBackwardV2, Any, Cpu, zeros({16}), zeros({16}), text("none"), zeros({16}))
 
-GeluBackwardMeta validate(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
-  auto meta = check_gelu_backward_v2(grad_output, self, approximate);
-  check_npu_float(kOp, "grad_output", grad_output);
-  check_npu_float(kOp, "self", self);
-  return meta;
-}
-
 void run(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate,
          const GeluBackwardMeta& meta, const at::Tensor& grad_input) {
   if (grad_input.numel() == 0) return;
@@ -91,29 +86,25 @@ void run(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view
   out.finish();
 }
 
-at::Tensor gelu_backward_v2(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
-  const auto meta = validate(grad_output, self, approximate);
-  c10::OptionalDeviceGuard guard(self.device());
-  at::Tensor grad_input = new_output(meta.grad_input, self);
-  run(grad_output, self, approximate, meta, grad_input);
-  return grad_input;
-}
-
-void gelu_backward_v2_out(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate,
-                          const at::Tensor& grad_input) {
-  const auto meta = validate(grad_output, self, approximate);
-  check_out(kOp, "grad_input", grad_input, meta.grad_input, self);
-  c10::OptionalDeviceGuard guard(self.device());
-  run(grad_output, self, approximate, meta, grad_input);
-}
+// Both overloads (core/structured.h: the check and the outputs come from GeluBackwardV2Op).
+struct Kernel {
+  static constexpr bool kDeviceGuard = true;
+  static void check(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view) {
+    check_npu_float(kOp, "grad_output", grad_output);
+    check_npu_float(kOp, "self", self);
+  }
+  static void run(const GeluBackwardMeta& meta, const std::array<at::Tensor, 1>& outs, const at::Tensor& grad_output,
+                  const at::Tensor& self, c10::string_view approximate) {
+    backward::run(grad_output, self, approximate, meta, outs[0]);
+  }
+};
 
 }  // namespace
 }  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) {
   m.impl("gelu", &forward::gelu);
-  m.impl("gelu_backward_v2", &backward::gelu_backward_v2);
-  m.impl("gelu_backward_v2.out", &backward::gelu_backward_v2_out);
+  structured::impl<GeluBackwardV2Op, backward::Kernel>(m);
 }
 
 }  // namespace gelu_npu

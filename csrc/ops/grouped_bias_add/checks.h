@@ -10,6 +10,7 @@
 #include <c10/util/Optional.h>
 #include <c10/util/string_view.h>
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -47,5 +48,26 @@ std::vector<int64_t> group_offsets(const char* op, const char* rows_name, const 
 // group_idx values are checked by group_offsets("grouped_bias_add", "x", ...).
 void check_grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
                             int64_t group_idx_type, const c10::optional<at::Tensor>& probs);
+
+// grouped_bias_add's specification: its check, and one output like x (core/structured.h).
+struct GroupedBiasAddOp : ForwardOp {
+  static constexpr const char* kName = "grouped_bias_add";
+  static LikeMeta check(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
+                        int64_t group_idx_type, const c10::optional<at::Tensor>& probs) {
+    check_grouped_bias_add(x, bias, group_idx, group_idx_type, probs);
+    return like_spec(x);
+  }
+};
+
+// grouped_bias_add_grad's specification: its check and each output's spec (core/structured.h).
+struct GroupedBiasAddGradOp {
+  static constexpr const char* kName = "grouped_bias_add_grad";
+  static constexpr std::array<const char*, 1> kOutputs{"out"};
+  static GroupedBiasAddGradMeta check(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx,
+                                      int64_t group_idx_type) {
+    return check_grouped_bias_add_grad(grad_y, group_idx, group_idx_type);
+  }
+  static std::array<const OutputSpec*, 1> outputs(const GroupedBiasAddGradMeta& meta) { return {&meta.out}; }
+};
 
 }  // namespace npu_ext

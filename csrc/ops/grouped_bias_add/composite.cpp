@@ -1,7 +1,7 @@
 // grouped_bias_add and grouped_bias_add_grad (and its .out overload) as compositions of ATen ops, registered on
 // CompositeExplicitAutograd: what runs on any device that has no kernel of its own (CUDA, XPU, MPS, ...), so
 // training through torch_ext works wherever PyTorch runs. A kernel registered on a backend key wins over it on that
-// backend: CPU (cpu.cpp), Meta (meta.cpp) and PrivateUse1 (npu.cpp, which calls the forward composite where aclnn's
+// backend: CPU (cpu.cpp), Meta (library.cpp) and PrivateUse1 (npu.cpp, which calls the forward composite where aclnn's
 // kernel is unavailable: torch_ext._C_npu compiles this file too, extension modules share no symbols). Autograd is
 // not part of CompositeExplicitAutograd: it is on the generic Autograd key (autograd.cpp).
 //
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/composite.h"
+#include "core/structured.h"
 #include "ops/grouped_bias_add/checks.h"
 
 namespace npu_ext {
@@ -70,23 +71,10 @@ at::Tensor grouped_bias_add_grad(const at::Tensor& grad_y, const c10::optional<a
   return finish(out, grad_y.scalar_type());
 }
 
-void grouped_bias_add_grad_out(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx,
-                               int64_t group_idx_type, const at::Tensor& out) {
-  const auto meta = check_grouped_bias_add_grad(grad_y, group_idx, group_idx_type);
-  check_out("grouped_bias_add_grad", "out", out, meta.out, grad_y);
-  out.copy_(grouped_bias_add_grad(grad_y, group_idx, group_idx_type));
-}
-
 }  // namespace
 }  // namespace composite
 
-// Registered by torch_ext._C only: torch_ext._C_npu compiles the composites to call them (NPU_EXT_NPU_MODULE).
-#if !defined(NPU_EXT_NPU_MODULE)
-TORCH_LIBRARY_IMPL(npu_ext, CompositeExplicitAutograd, m) {
-  m.impl("grouped_bias_add", &composite::grouped_bias_add);
-  m.impl("grouped_bias_add_grad", &composite::grouped_bias_add_grad);
-  m.impl("grouped_bias_add_grad.out", &composite::grouped_bias_add_grad_out);
-}
-#endif
+NPU_EXT_COMPOSITE(GroupedBiasAddOp, composite::grouped_bias_add)
+NPU_EXT_COMPOSITE(GroupedBiasAddGradOp, composite::grouped_bias_add_grad)  // .out: the result copied
 
 }  // namespace npu_ext

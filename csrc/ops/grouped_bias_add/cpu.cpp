@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include "core/cpu/out.h"
+#include "core/structured.h"
 #include "ops/grouped_bias_add/checks.h"
 #include "ops/grouped_bias_add/kernels.h"
 
@@ -83,30 +84,20 @@ void compute(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_id
   });
 }
 
-at::Tensor grouped_bias_add_grad(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx,
-                                 int64_t group_idx_type) {
-  const auto meta = check_grouped_bias_add_grad(grad_y, group_idx, group_idx_type);
-  const auto layout = layout_of(grad_y, group_idx, group_idx_type, meta);
-  at::Tensor out = new_output(meta.out, grad_y);
-  compute(grad_y, group_idx, layout, out);
-  return out;
-}
-
-void grouped_bias_add_grad_out(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx,
-                               int64_t group_idx_type, const at::Tensor& out) {
-  const auto meta = check_grouped_bias_add_grad(grad_y, group_idx, group_idx_type);
-  check_out("grouped_bias_add_grad", "out", out, meta.out, grad_y);
-  const auto layout = layout_of(grad_y, group_idx, group_idx_type, meta);
-  compute(grad_y, group_idx, layout, out);
-}
+// The CPU kernel of both overloads (core/structured.h; the check and the outputs: GroupedBiasAddGradOp).
+struct Kernel {
+  static void run(const GroupedBiasAddGradMeta& meta, const std::array<at::Tensor, 1>& outs, const at::Tensor& grad_y,
+                  const c10::optional<at::Tensor>& group_idx, int64_t group_idx_type) {
+    compute(grad_y, group_idx, layout_of(grad_y, group_idx, group_idx_type, meta), outs[0]);
+  }
+};
 
 }  // namespace
 }  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, CPU, m) {
   m.impl("grouped_bias_add", &forward::grouped_bias_add);
-  m.impl("grouped_bias_add_grad", &backward::grouped_bias_add_grad);
-  m.impl("grouped_bias_add_grad.out", &backward::grouped_bias_add_grad_out);
+  structured::impl<GroupedBiasAddGradOp, backward::Kernel>(m);
 }
 
 }  // namespace grouped_bias_add_cpu

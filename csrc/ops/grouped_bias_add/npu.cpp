@@ -27,9 +27,11 @@
 // an empty grad_y gets a zero fill here (aclnn returns early then and leaves `out` untouched).
 #include <ATen/OpMathType.h>
 
+#include <array>
 #include <vector>
 
 #include "core/npu/aclnn.h"
+#include "core/structured.h"
 #include "ops/grouped_bias_add/checks.h"
 #include "ops/grouped_bias_add/composite.h"
 
@@ -81,23 +83,17 @@ NPU_EXT_ACLNN(api_v1, kOp, aclnnGroupedBiasAddGrad, A2A3Ascend950, Cpu, zeros({1
 NPU_EXT_ACLNN(api_v2, kOp, aclnnGroupedBiasAddGradV2, A2A3Ascend950, Cpu, zeros({1, 2, 16}), no_tensor(),
               int64_t{0}, zeros({1, 16}))
 
-struct Validated {
-  GroupedBiasAddGradMeta meta;
-  std::vector<int64_t> offsets;  // G + 1 row offsets (with group_idx)
-};
-
-Validated validate(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx, int64_t group_idx_type) {
-  Validated v;
-  v.meta = check_grouped_bias_add_grad(grad_y, group_idx, group_idx_type);
-  check_npu_float(kOp, "grad_y", grad_y);
-  if (!group_idx.has_value()) return v;
+// group_idx's values checked (aclnn checks none): its G + 1 row offsets.
+std::vector<int64_t> offsets_of(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx,
+                                int64_t group_idx_type) {
+  if (!group_idx.has_value()) return {};
   npu::check_not_capturing(kOp, "validating group_idx (aclnn checks none of its values)");
-  v.offsets = group_offsets(kOp, "grad_y", group_idx->cpu(), group_idx_type, grad_y.size(0));
-  return v;
+  return group_offsets(kOp, "grad_y", group_idx->cpu(), group_idx_type, grad_y.size(0));
 }
 
 void run(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx, int64_t group_idx_type,
-         const Validated& v, const at::Tensor& out) {
+         const at::Tensor& out) {
+  const std::vector<int64_t> offsets = offsets_of(grad_y, group_idx, group_idx_type);
   if (out.numel() == 0) return;
   npu::OutSlot slot(out, npu::OutWrite::Strided, {grad_y});
   if (grad_y.numel() == 0) {
@@ -114,7 +110,7 @@ void run(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx, i
             int64_t type = group_idx_type;
             npu::launch(api, grad_y, group_idx, type, slot.target());
           } else if (counts) {  // CANN without V2: the cumulative ends of the validated counts
-            c10::optional<at::Tensor> ends = at::tensor(std::vector<int64_t>(v.offsets.begin() + 1, v.offsets.end()),
+            c10::optional<at::Tensor> ends = at::tensor(std::vector<int64_t>(offsets.begin() + 1, offsets.end()),
                                                         at::TensorOptions().dtype(at::kLong))
                                                  .to(grad_y.device());
             npu::launch(api, grad_y, ends, slot.target());
@@ -132,30 +128,24 @@ void run(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx, i
   slot.finish();
 }
 
-at::Tensor grouped_bias_add_grad(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx,
-                                 int64_t group_idx_type) {
-  const Validated v = validate(grad_y, group_idx, group_idx_type);
-  c10::OptionalDeviceGuard guard(grad_y.device());
-  at::Tensor out = new_output(v.meta.out, grad_y);
-  run(grad_y, group_idx, group_idx_type, v, out);
-  return out;
-}
-
-void grouped_bias_add_grad_out(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx,
-                               int64_t group_idx_type, const at::Tensor& out) {
-  const Validated v = validate(grad_y, group_idx, group_idx_type);
-  check_out(kOp, "out", out, v.meta.out, grad_y);
-  c10::OptionalDeviceGuard guard(grad_y.device());
-  run(grad_y, group_idx, group_idx_type, v, out);
-}
+// Both overloads (core/structured.h: the check and the outputs come from GroupedBiasAddGradOp).
+struct Kernel {
+  static constexpr bool kDeviceGuard = true;
+  static void check(const at::Tensor& grad_y, const c10::optional<at::Tensor>&, int64_t) {
+    check_npu_float(kOp, "grad_y", grad_y);
+  }
+  static void run(const GroupedBiasAddGradMeta&, const std::array<at::Tensor, 1>& outs, const at::Tensor& grad_y,
+                  const c10::optional<at::Tensor>& group_idx, int64_t group_idx_type) {
+    backward::run(grad_y, group_idx, group_idx_type, outs[0]);
+  }
+};
 
 }  // namespace
 }  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) {
   m.impl("grouped_bias_add", &forward::grouped_bias_add);
-  m.impl("grouped_bias_add_grad", &backward::grouped_bias_add_grad);
-  m.impl("grouped_bias_add_grad.out", &backward::grouped_bias_add_grad_out);
+  structured::impl<GroupedBiasAddGradOp, backward::Kernel>(m);
 }
 
 }  // namespace grouped_bias_add_npu

@@ -10,6 +10,7 @@
 #include <c10/util/Optional.h>
 #include <c10/util/string_view.h>
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -41,5 +42,24 @@ inline LogitGradBounds logit_grad_bounds(double eps, at::ScalarType x_dtype) {
 
 // logit(self, eps): self fp16/bf16/fp32 (fp64 off-NPU), rank <= 8 (logit_grad's limit).
 void check_logit(const at::Tensor& self);
+
+// logit's specification: its check, and one output like self (core/structured.h).
+struct LogitOp : ForwardOp {
+  static constexpr const char* kName = "logit";
+  static LikeMeta check(const at::Tensor& self, c10::optional<double> /*eps*/) {
+    check_logit(self);
+    return like_spec(self);
+  }
+};
+
+// logit_grad's specification: its check and each output's spec (core/structured.h).
+struct LogitGradOp {
+  static constexpr const char* kName = "logit_grad";
+  static constexpr std::array<const char*, 1> kOutputs{"dx"};
+  static LogitGradMeta check(const at::Tensor& x, const at::Tensor& dy, double /*eps*/) {
+    return check_logit_grad(x, dy);
+  }
+  static std::array<const OutputSpec*, 1> outputs(const LogitGradMeta& meta) { return {&meta.dx}; }
+};
 
 }  // namespace npu_ext

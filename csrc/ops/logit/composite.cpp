@@ -1,7 +1,7 @@
 // logit and logit_grad (and its .out overload) as compositions of ATen ops, registered on
 // CompositeExplicitAutograd: what runs on any device that has no kernel of its own (CUDA, XPU, MPS, ...), so
 // training through torch_ext works wherever PyTorch runs. A kernel registered on a backend key wins over it on that
-// backend: CPU (cpu.cpp), Meta (meta.cpp) and PrivateUse1 (npu.cpp, which calls the forward composite where aclnn's
+// backend: CPU (cpu.cpp), Meta (library.cpp) and PrivateUse1 (npu.cpp, which calls the forward composite where aclnn's
 // kernel is unavailable: torch_ext._C_npu compiles this file too, extension modules share no symbols). Autograd is
 // not part of CompositeExplicitAutograd: it is on the generic Autograd key (autograd.cpp).
 //
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/composite.h"
+#include "core/structured.h"
 #include "ops/logit/checks.h"
 
 namespace npu_ext {
@@ -46,22 +47,10 @@ at::Tensor logit_grad(const at::Tensor& x, const at::Tensor& dy, double eps) {
   return finish(at::where(inside, value, fill), x.scalar_type());
 }
 
-void logit_grad_out(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
-  const auto meta = check_logit_grad(x, dy);
-  check_out("logit_grad", "dx", dx, meta.dx, x);
-  dx.copy_(logit_grad(x, dy, eps));
-}
-
 }  // namespace
 }  // namespace composite
 
-// Registered by torch_ext._C only: torch_ext._C_npu compiles the composites to call them (NPU_EXT_NPU_MODULE).
-#if !defined(NPU_EXT_NPU_MODULE)
-TORCH_LIBRARY_IMPL(npu_ext, CompositeExplicitAutograd, m) {
-  m.impl("logit", &composite::logit);
-  m.impl("logit_grad", &composite::logit_grad);
-  m.impl("logit_grad.out", &composite::logit_grad_out);
-}
-#endif
+NPU_EXT_COMPOSITE(LogitOp, composite::logit)
+NPU_EXT_COMPOSITE(LogitGradOp, composite::logit_grad)  // .out: the result copied
 
 }  // namespace npu_ext

@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include "core/cpu/out.h"
+#include "core/structured.h"
 #include "ops/logit/checks.h"
 #include "ops/logit/composite.h"
 #include "ops/logit/kernels.h"
@@ -41,26 +42,20 @@ void compute(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Te
   });
 }
 
-at::Tensor logit_grad(const at::Tensor& x, const at::Tensor& dy, double eps) {
-  const auto meta = check_logit_grad(x, dy);
-  at::Tensor dx = new_output(meta.dx, x);
-  compute(x, dy, eps, dx);
-  return dx;
-}
-
-void logit_grad_out(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
-  const auto meta = check_logit_grad(x, dy);
-  check_out("logit_grad", "dx", dx, meta.dx, x);
-  compute(x, dy, eps, dx);
-}
+// The CPU kernel of both overloads (core/structured.h; the check and the outputs: LogitGradOp).
+struct Kernel {
+  static void run(const LogitGradMeta& meta, const std::array<at::Tensor, 1>& outs, const at::Tensor& x,
+                  const at::Tensor& dy, double eps) {
+    compute(x, dy, eps, outs[0]);
+  }
+};
 
 }  // namespace
 }  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, CPU, m) {
   m.impl("logit", &forward::logit);
-  m.impl("logit_grad", &backward::logit_grad);
-  m.impl("logit_grad.out", &backward::logit_grad_out);
+  structured::impl<LogitGradOp, backward::Kernel>(m);
 }
 
 }  // namespace logit_cpu

@@ -13,6 +13,7 @@
 // CPU kernel does the same (docs/operators.md, "Semantics notes").
 
 #include "core/npu/aclnn.h"
+#include "core/structured.h"
 #include "ops/logit/checks.h"
 #include "ops/logit/composite.h"
 
@@ -52,13 +53,6 @@ constexpr const char* kOp = "logit_grad";
 
 NPU_EXT_ACLNN(api, kOp, aclnnLogitGrad, A2A3Ascend950, Cpu, zeros({16}), zeros({16}), -1.0, zeros({16}))
 
-LogitGradMeta validate(const at::Tensor& x, const at::Tensor& dy) {
-  auto meta = check_logit_grad(x, dy);
-  check_npu_float(kOp, "x", x);
-  check_npu_float(kOp, "dy", dy);
-  return meta;
-}
-
 void run(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
   if (dx.numel() == 0) return;  // nothing to compute
   npu::OutSlot out(dx, npu::OutWrite::Dense, {x, dy});
@@ -72,28 +66,25 @@ void run(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor
   out.finish();
 }
 
-at::Tensor logit_grad(const at::Tensor& x, const at::Tensor& dy, double eps) {
-  const auto meta = validate(x, dy);
-  c10::OptionalDeviceGuard guard(x.device());
-  at::Tensor dx = new_output(meta.dx, x);
-  run(x, dy, eps, dx);
-  return dx;
-}
-
-void logit_grad_out(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor& dx) {
-  const auto meta = validate(x, dy);
-  check_out(kOp, "dx", dx, meta.dx, x);
-  c10::OptionalDeviceGuard guard(x.device());
-  run(x, dy, eps, dx);
-}
+// Both overloads (core/structured.h: the check and the outputs come from LogitGradOp).
+struct Kernel {
+  static constexpr bool kDeviceGuard = true;
+  static void check(const at::Tensor& x, const at::Tensor& dy, double) {
+    check_npu_float(kOp, "x", x);
+    check_npu_float(kOp, "dy", dy);
+  }
+  static void run(const LogitGradMeta&, const std::array<at::Tensor, 1>& outs, const at::Tensor& x,
+                  const at::Tensor& dy, double eps) {
+    backward::run(x, dy, eps, outs[0]);
+  }
+};
 
 }  // namespace
 }  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) {
   m.impl("logit", &forward::logit);
-  m.impl("logit_grad", &backward::logit_grad);
-  m.impl("logit_grad.out", &backward::logit_grad_out);
+  structured::impl<LogitGradOp, backward::Kernel>(m);
 }
 
 }  // namespace logit_npu

@@ -10,7 +10,9 @@
 #include <c10/util/Optional.h>
 #include <c10/util/string_view.h>
 
+#include <array>
 #include <cstdint>
+#include <tuple>
 #include <vector>
 
 #include "core/checks.h"
@@ -30,5 +32,26 @@ PreluBackwardMeta check_prelu_backward(const at::Tensor& grad_output, const at::
 // prelu(self, weight): weight has self's dtype and device, 1 or C elements (C = self.size(1) if
 // self.dim() > 1 else 1); both of rank <= 8. Output: self's shape and dtype.
 void check_prelu(const at::Tensor& self, const at::Tensor& weight);
+
+// prelu's specification: its check, and one output like self (core/structured.h).
+struct PreluOp : ForwardOp {
+  static constexpr const char* kName = "prelu";
+  static LikeMeta check(const at::Tensor& self, const at::Tensor& weight) {
+    check_prelu(self, weight);
+    return like_spec(self);
+  }
+};
+
+// prelu_backward's specification: its check and each output's spec (core/structured.h).
+struct PreluBackwardOp {
+  static constexpr const char* kName = "prelu_backward";
+  static constexpr std::array<const char*, 2> kOutputs{"grad_input", "grad_weight"};
+  static PreluBackwardMeta check(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
+    return check_prelu_backward(grad_output, self, weight);
+  }
+  static std::array<const OutputSpec*, 2> outputs(const PreluBackwardMeta& meta) {
+    return {&meta.grad_input, &meta.grad_weight};
+  }
+};
 
 }  // namespace npu_ext

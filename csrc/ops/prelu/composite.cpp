@@ -1,7 +1,7 @@
 // prelu and prelu_backward (and its .out overload) as compositions of ATen ops, registered on
 // CompositeExplicitAutograd: what runs on any device that has no kernel of its own (CUDA, XPU, MPS, ...), so
 // training through torch_ext works wherever PyTorch runs. A kernel registered on a backend key wins over it on that
-// backend: CPU (cpu.cpp), Meta (meta.cpp) and PrivateUse1 (npu.cpp, which calls the forward composite where aclnn's
+// backend: CPU (cpu.cpp), Meta (library.cpp) and PrivateUse1 (npu.cpp, which calls the forward composite where aclnn's
 // kernel is unavailable: torch_ext._C_npu compiles this file too, extension modules share no symbols). Autograd is
 // not part of CompositeExplicitAutograd: it is on the generic Autograd key (autograd.cpp).
 //
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/composite.h"
+#include "core/structured.h"
 #include "ops/prelu/checks.h"
 
 namespace npu_ext {
@@ -65,26 +66,10 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward(const at::Tensor& grad_output,
   return {gi_t, finish(gw.reshape(weight.sizes()), meta.grad_weight.dtype)};
 }
 
-void prelu_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight,
-                        const at::Tensor& grad_input, const at::Tensor& grad_weight) {
-  const auto meta = check_prelu_backward(grad_output, self, weight);
-  check_out("prelu_backward", "grad_input", grad_input, meta.grad_input, self);
-  check_out("prelu_backward", "grad_weight", grad_weight, meta.grad_weight, self);
-  const auto r = prelu_backward(grad_output, self, weight);
-  grad_input.copy_(std::get<0>(r));
-  grad_weight.copy_(std::get<1>(r));
-}
-
 }  // namespace
 }  // namespace composite
 
-// Registered by torch_ext._C only: torch_ext._C_npu compiles the composites to call them (NPU_EXT_NPU_MODULE).
-#if !defined(NPU_EXT_NPU_MODULE)
-TORCH_LIBRARY_IMPL(npu_ext, CompositeExplicitAutograd, m) {
-  m.impl("prelu", &composite::prelu);
-  m.impl("prelu_backward", &composite::prelu_backward);
-  m.impl("prelu_backward.out", &composite::prelu_backward_out);
-}
-#endif
+NPU_EXT_COMPOSITE(PreluOp, composite::prelu)
+NPU_EXT_COMPOSITE(PreluBackwardOp, composite::prelu_backward)  // .out: the result copied
 
 }  // namespace npu_ext

@@ -4,9 +4,11 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <array>
 #include <tuple>
 
 #include "core/cpu/out.h"
+#include "core/structured.h"
 #include "ops/prelu/checks.h"
 #include "ops/prelu/composite.h"
 #include "ops/prelu/kernels.h"
@@ -37,30 +39,20 @@ void compute(const at::Tensor& grad_output, const at::Tensor& self, const at::Te
   });
 }
 
-std::tuple<at::Tensor, at::Tensor> prelu_backward(const at::Tensor& grad_output, const at::Tensor& self,
-                                                  const at::Tensor& weight) {
-  const auto meta = check_prelu_backward(grad_output, self, weight);
-  at::Tensor grad_input = new_output(meta.grad_input, self);
-  at::Tensor grad_weight = new_output(meta.grad_weight, weight);
-  compute(grad_output, self, weight, meta, grad_input, grad_weight);
-  return {grad_input, grad_weight};
-}
-
-void prelu_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight,
-                        const at::Tensor& grad_input, const at::Tensor& grad_weight) {
-  const auto meta = check_prelu_backward(grad_output, self, weight);
-  check_out("prelu_backward", "grad_input", grad_input, meta.grad_input, self);
-  check_out("prelu_backward", "grad_weight", grad_weight, meta.grad_weight, self);
-  compute(grad_output, self, weight, meta, grad_input, grad_weight);
-}
+// The CPU kernel of both overloads (core/structured.h; the check and the outputs: PreluBackwardOp).
+struct Kernel {
+  static void run(const PreluBackwardMeta& meta, const std::array<at::Tensor, 2>& outs, const at::Tensor& grad_output,
+                  const at::Tensor& self, const at::Tensor& weight) {
+    compute(grad_output, self, weight, meta, outs[0], outs[1]);
+  }
+};
 
 }  // namespace
 }  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, CPU, m) {
   m.impl("prelu", &composite::prelu);
-  m.impl("prelu_backward", &backward::prelu_backward);
-  m.impl("prelu_backward.out", &backward::prelu_backward_out);
+  structured::impl<PreluBackwardOp, backward::Kernel>(m);
 }
 
 }  // namespace prelu_cpu

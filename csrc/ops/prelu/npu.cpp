@@ -11,10 +11,12 @@
 // multi-dimensional weight gets a 1-D gradient buffer that is copied back. An empty self is a reduction over
 // nothing: grad_weight is zero-filled here, since aclnn returns early and leaves it untouched.
 
+#include <array>
 #include <tuple>
 #include <vector>
 
 #include "core/npu/aclnn.h"
+#include "core/structured.h"
 #include "ops/prelu/checks.h"
 #include "ops/prelu/composite.h"
 
@@ -58,14 +60,6 @@ constexpr const char* kOp = "prelu_backward";
 NPU_EXT_ACLNN(api, kOp, aclnnPreluBackward, Any, Cpu, zeros({2, 8}), zeros({2, 8}), zeros({8}), zeros({2, 8}),
               zeros({8}))
 
-PreluBackwardMeta validate(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
-  auto meta = check_prelu_backward(grad_output, self, weight);
-  check_npu_float(kOp, "self", self);
-  check_npu_float(kOp, "grad_output", grad_output);
-  check_npu_float(kOp, "weight", weight);
-  return meta;
-}
-
 void run(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight,
          const at::Tensor& grad_input, const at::Tensor& grad_weight) {
   if (self.numel() == 0) {
@@ -97,32 +91,26 @@ void run(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor
   gw.finish();
 }
 
-std::tuple<at::Tensor, at::Tensor> prelu_backward(const at::Tensor& grad_output, const at::Tensor& self,
-                                                  const at::Tensor& weight) {
-  const auto meta = validate(grad_output, self, weight);
-  c10::OptionalDeviceGuard guard(self.device());
-  at::Tensor grad_input = new_output(meta.grad_input, self);
-  at::Tensor grad_weight = new_output(meta.grad_weight, weight);
-  run(grad_output, self, weight, grad_input, grad_weight);
-  return {grad_input, grad_weight};
-}
-
-void prelu_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight,
-                        const at::Tensor& grad_input, const at::Tensor& grad_weight) {
-  const auto meta = validate(grad_output, self, weight);
-  check_out(kOp, "grad_input", grad_input, meta.grad_input, self);
-  check_out(kOp, "grad_weight", grad_weight, meta.grad_weight, self);
-  c10::OptionalDeviceGuard guard(self.device());
-  run(grad_output, self, weight, grad_input, grad_weight);
-}
+// Both overloads (core/structured.h: the check and the outputs come from PreluBackwardOp).
+struct Kernel {
+  static constexpr bool kDeviceGuard = true;
+  static void check(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
+    check_npu_float(kOp, "self", self);
+    check_npu_float(kOp, "grad_output", grad_output);
+    check_npu_float(kOp, "weight", weight);
+  }
+  static void run(const PreluBackwardMeta&, const std::array<at::Tensor, 2>& outs, const at::Tensor& grad_output,
+                  const at::Tensor& self, const at::Tensor& weight) {
+    backward::run(grad_output, self, weight, outs[0], outs[1]);
+  }
+};
 
 }  // namespace
 }  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) {
   m.impl("prelu", &forward::prelu);
-  m.impl("prelu_backward", &backward::prelu_backward);
-  m.impl("prelu_backward.out", &backward::prelu_backward_out);
+  structured::impl<PreluBackwardOp, backward::Kernel>(m);
 }
 
 }  // namespace prelu_npu

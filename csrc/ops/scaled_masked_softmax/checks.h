@@ -10,6 +10,7 @@
 #include <c10/util/Optional.h>
 #include <c10/util/string_view.h>
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -38,5 +39,26 @@ enum class FullyMasked { Uniform, Zero };
 // true. fully_masked is "uniform" or "zero".
 FullyMasked check_scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, bool fix_triu_mask,
                                         c10::string_view fully_masked);
+
+// scaled_masked_softmax's specification: its check, and one output like x (core/structured.h).
+struct ScaledMaskedSoftmaxOp : ForwardOp {
+  static constexpr const char* kName = "scaled_masked_softmax";
+  static LikeMeta check(const at::Tensor& x, const at::Tensor& mask, double /*scale*/, bool fix_triu_mask,
+                        c10::string_view fully_masked) {
+    check_scaled_masked_softmax(x, mask, fix_triu_mask, fully_masked);
+    return like_spec(x);
+  }
+};
+
+// scaled_masked_softmax_backward's specification: its check and each output's spec (core/structured.h).
+struct ScaledMaskedSoftmaxBackwardOp {
+  static constexpr const char* kName = "scaled_masked_softmax_backward";
+  static constexpr std::array<const char*, 1> kOutputs{"out"};
+  static ScaledMaskedSoftmaxBackwardMeta check(const at::Tensor& grad_output, const at::Tensor& y,
+                                               const at::Tensor& mask, double /*scale*/, bool fix_triu_mask) {
+    return check_scaled_masked_softmax_backward(grad_output, y, mask, fix_triu_mask);
+  }
+  static std::array<const OutputSpec*, 1> outputs(const ScaledMaskedSoftmaxBackwardMeta& meta) { return {&meta.out}; }
+};
 
 }  // namespace npu_ext

@@ -1,7 +1,7 @@
 // scaled_masked_softmax and scaled_masked_softmax_backward (and its .out overload) as compositions of ATen ops, registered on
 // CompositeExplicitAutograd: what runs on any device that has no kernel of its own (CUDA, XPU, MPS, ...), so
 // training through torch_ext works wherever PyTorch runs. A kernel registered on a backend key wins over it on that
-// backend: CPU (cpu.cpp), Meta (meta.cpp) and PrivateUse1 (npu.cpp, which calls the forward composite where aclnn's
+// backend: CPU (cpu.cpp), Meta (library.cpp) and PrivateUse1 (npu.cpp, which calls the forward composite where aclnn's
 // kernel is unavailable: torch_ext._C_npu compiles this file too, extension modules share no symbols). Autograd is
 // not part of CompositeExplicitAutograd: it is on the generic Autograd key (autograd.cpp).
 //
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/composite.h"
+#include "core/structured.h"
 #include "ops/scaled_masked_softmax/checks.h"
 
 namespace npu_ext {
@@ -57,23 +58,10 @@ at::Tensor scaled_masked_softmax_backward(const at::Tensor& grad_output, const a
   return finish(out.masked_fill(m, 0.0), grad_output.scalar_type());  // a select: masked NaN/Inf become 0
 }
 
-void scaled_masked_softmax_backward_out(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask,
-                                        double scale, bool fix_triu_mask, const at::Tensor& out) {
-  const auto meta = check_scaled_masked_softmax_backward(grad_output, y, mask, fix_triu_mask);
-  check_out("scaled_masked_softmax_backward", "out", out, meta.out, grad_output);
-  out.copy_(scaled_masked_softmax_backward(grad_output, y, mask, scale, fix_triu_mask));
-}
-
 }  // namespace
 }  // namespace composite
 
-// Registered by torch_ext._C only: torch_ext._C_npu compiles the composites to call them (NPU_EXT_NPU_MODULE).
-#if !defined(NPU_EXT_NPU_MODULE)
-TORCH_LIBRARY_IMPL(npu_ext, CompositeExplicitAutograd, m) {
-  m.impl("scaled_masked_softmax", &composite::scaled_masked_softmax);
-  m.impl("scaled_masked_softmax_backward", &composite::scaled_masked_softmax_backward);
-  m.impl("scaled_masked_softmax_backward.out", &composite::scaled_masked_softmax_backward_out);
-}
-#endif
+NPU_EXT_COMPOSITE(ScaledMaskedSoftmaxOp, composite::scaled_masked_softmax)
+NPU_EXT_COMPOSITE(ScaledMaskedSoftmaxBackwardOp, composite::scaled_masked_softmax_backward)  // .out: the result copied
 
 }  // namespace npu_ext

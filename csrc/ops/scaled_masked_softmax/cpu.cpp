@@ -7,6 +7,7 @@
 #include <torch/library.h>
 
 #include "core/cpu/out.h"
+#include "core/structured.h"
 #include "ops/scaled_masked_softmax/checks.h"
 #include "ops/scaled_masked_softmax/kernels.h"
 
@@ -41,29 +42,21 @@ void compute(const at::Tensor& grad_output, const at::Tensor& y, const at::Tenso
   });
 }
 
-at::Tensor scaled_masked_softmax_backward(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask,
-                                          double scale, bool fix_triu_mask) {
-  const auto meta = check_scaled_masked_softmax_backward(grad_output, y, mask, fix_triu_mask);
-  at::Tensor out = new_output(meta.out, grad_output);
-  compute(grad_output, y, mask, scale, fix_triu_mask, out);
-  return out;
-}
-
-void scaled_masked_softmax_backward_out(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask,
-                                        double scale, bool fix_triu_mask, const at::Tensor& out) {
-  const auto meta = check_scaled_masked_softmax_backward(grad_output, y, mask, fix_triu_mask);
-  check_out("scaled_masked_softmax_backward", "out", out, meta.out,
-            grad_output);
-  compute(grad_output, y, mask, scale, fix_triu_mask, out);
-}
+// The CPU kernel of both overloads (core/structured.h; the check and the outputs: ScaledMaskedSoftmaxBackwardOp).
+struct Kernel {
+  static void run(const ScaledMaskedSoftmaxBackwardMeta& meta, const std::array<at::Tensor, 1>& outs,
+                  const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask, double scale,
+                  bool fix_triu_mask) {
+    compute(grad_output, y, mask, scale, fix_triu_mask, outs[0]);
+  }
+};
 
 }  // namespace
 }  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, CPU, m) {
   m.impl("scaled_masked_softmax", &forward::scaled_masked_softmax);
-  m.impl("scaled_masked_softmax_backward", &backward::scaled_masked_softmax_backward);
-  m.impl("scaled_masked_softmax_backward.out", &backward::scaled_masked_softmax_backward_out);
+  structured::impl<ScaledMaskedSoftmaxBackwardOp, backward::Kernel>(m);
 }
 
 }  // namespace scaled_masked_softmax_cpu

@@ -23,6 +23,7 @@
 // non-contiguous `.out` is computed into a temporary and copied back. Kernels: Atlas A2/A3 and Ascend950.
 
 #include "core/npu/aclnn.h"
+#include "core/structured.h"
 #include "ops/scaled_masked_softmax/checks.h"
 #include "ops/scaled_masked_softmax/composite.h"
 
@@ -70,13 +71,6 @@ constexpr const char* kOp = "scaled_masked_softmax_backward";
 NPU_EXT_ACLNN(api, kOp, aclnnScaledMaskedSoftmaxBackward, A2A3Ascend950, Cpu, zeros({1, 1, 1, 16}),
               zeros({1, 1, 1, 16}), zeros({1, 1, 1, 16}, at::kBool), 1.0, false, zeros({1, 1, 1, 16}))
 
-ScaledMaskedSoftmaxBackwardMeta validate(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask,
-                                         bool fix_triu_mask) {
-  auto meta = check_scaled_masked_softmax_backward(grad_output, y, mask, fix_triu_mask);
-  check_npu_float(kOp, "grad_output", grad_output);
-  return meta;
-}
-
 void run(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask, double scale,
          bool fix_triu_mask, const at::Tensor& out) {
   if (out.numel() == 0) return;
@@ -97,30 +91,25 @@ void run(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& m
   slot.finish();
 }
 
-at::Tensor scaled_masked_softmax_backward(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask,
-                                          double scale, bool fix_triu_mask) {
-  const auto meta = validate(grad_output, y, mask, fix_triu_mask);
-  c10::OptionalDeviceGuard guard(grad_output.device());
-  at::Tensor out = new_output(meta.out, grad_output);
-  run(grad_output, y, mask, scale, fix_triu_mask, out);
-  return out;
-}
-
-void scaled_masked_softmax_backward_out(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask,
-                                        double scale, bool fix_triu_mask, const at::Tensor& out) {
-  const auto meta = validate(grad_output, y, mask, fix_triu_mask);
-  check_out(kOp, "out", out, meta.out, grad_output);
-  c10::OptionalDeviceGuard guard(grad_output.device());
-  run(grad_output, y, mask, scale, fix_triu_mask, out);
-}
+// Both overloads (core/structured.h: the check and the outputs come from ScaledMaskedSoftmaxBackwardOp).
+struct Kernel {
+  static constexpr bool kDeviceGuard = true;
+  static void check(const at::Tensor& grad_output, const at::Tensor&, const at::Tensor&, double, bool) {
+    check_npu_float(kOp, "grad_output", grad_output);
+  }
+  static void run(const ScaledMaskedSoftmaxBackwardMeta&, const std::array<at::Tensor, 1>& outs,
+                  const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& mask, double scale,
+                  bool fix_triu_mask) {
+    backward::run(grad_output, y, mask, scale, fix_triu_mask, outs[0]);
+  }
+};
 
 }  // namespace
 }  // namespace backward
 
 TORCH_LIBRARY_IMPL(npu_ext, PrivateUse1, m) {
   m.impl("scaled_masked_softmax", &forward::scaled_masked_softmax);
-  m.impl("scaled_masked_softmax_backward", &backward::scaled_masked_softmax_backward);
-  m.impl("scaled_masked_softmax_backward.out", &backward::scaled_masked_softmax_backward_out);
+  structured::impl<ScaledMaskedSoftmaxBackwardOp, backward::Kernel>(m);
 }
 
 }  // namespace scaled_masked_softmax_npu
