@@ -24,28 +24,20 @@ under make test-npu a skip is a failure.
 
 import ctypes
 import json
-import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-import npu_backend  # noqa: E402
+import fake_cann_lib
+import npu_backend
+import runner  # noqa: E402
 
 _AVAILABLE, _REASON = npu_backend.npu_device_available()
 
 
-def _fake_runtime():
-    try:
-        rt = ctypes.CDLL("libascendcl.so")
-        rt.fake_cann_count  # noqa: B018  (only the fake has it)
-        return rt
-    except (OSError, AttributeError):  # pragma: no cover - a real CANN
-        return None
-
-
-_RT = _fake_runtime() if _AVAILABLE else None
+_RT = fake_cann_lib.runtime() if _AVAILABLE else None
 pytestmark = pytest.mark.skipif(_RT is None, reason=_REASON or "not the fake CANN (no fake_cann_count)")
 
 ACL_ERROR_INVALID_PARAM = 100000
@@ -218,9 +210,8 @@ def test_refusals_name_the_op_and_the_reason(acl):
 _PRELUDE = """
 import ctypes, json, sys
 import torch, torch_npu
-rt = ctypes.CDLL("libascendcl.so")
-rt.fake_cann_count.restype, rt.fake_cann_count.argtypes = ctypes.c_int64, [ctypes.c_char_p]
-rt.aclGetRecentErrMsg.restype = ctypes.c_char_p
+import fake_cann_lib
+rt = fake_cann_lib.runtime()
 OPS = %r
 def launches():
     return {op: rt.fake_cann_count(("acl_op " + op).encode()) for op in OPS}
@@ -234,7 +225,7 @@ def run(fn, *args):
 
 
 def _subprocess(body, timeout=300):
-    proc = subprocess.run([sys.executable, "-c", _PRELUDE + body], env=dict(os.environ), capture_output=True,
+    proc = subprocess.run([sys.executable, "-c", _PRELUDE + body], env=runner.env(), capture_output=True,
                           text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout.splitlines()[-1])

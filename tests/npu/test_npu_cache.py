@@ -34,6 +34,7 @@ import sys
 import pytest
 import torch
 
+import fake_cann_lib
 import paths
 import torch_ext
 from npu_cache_cases import Opapi, CASES, VARIANTS, COMPOSITE, CACHED, call, cached, to_npu
@@ -113,7 +114,7 @@ def test_the_deterministic_option_follows_the_setting_at_every_launch(opapi, api
     if CACHED:
         return
     make, _ = CASES[api]
-    runtime = ctypes.CDLL("libascendcl.so")
+    runtime = fake_cann_lib.runtime()
     opapi.reset()
     try:
         torch.use_deterministic_algorithms(True)
@@ -183,8 +184,7 @@ def test_a_workspace_allocation_failure_releases_everything(opapi):
     """aclnnLogit asks for a 16 MiB workspace (logit_tiling.cpp): with the device unable to give it, the call raises
     after phase 1, and the memory context, the converted arguments and the executor are all released; the next call
     succeeds."""
-    runtime = ctypes.CDLL("libascendcl.so")
-    runtime.fake_cann_fail_malloc.argtypes = [ctypes.c_size_t]
+    runtime = fake_cann_lib.runtime()
     x = (torch.rand(64) * 0.9 + 0.05).to("npu")
     torch.ops.npu_ext.logit(x, 0.2)  # a whole call: the memory context ended
     torch.npu.synchronize()  # (2.6: the queued task holds its workspace until it ran)

@@ -22,6 +22,7 @@ import threading
 import pytest
 import torch
 
+import fake_cann_lib
 import torch_ext
 
 import npu_backend  # noqa: E402
@@ -47,20 +48,13 @@ class Nnopbase:
     }
 
     def __init__(self):
-        lib = self.lib = ctypes.CDLL("libopapi.so")
-        lib.aclCreateTensor.restype = P
-        lib.aclCreateTensor.argtypes = [P, ctypes.c_uint64, ctypes.c_int32, P, ctypes.c_int64, ctypes.c_int32, P,
-                                        ctypes.c_uint64, P]
-        lib.aclDestroyTensor.argtypes = [P]
-        lib.aclDestroyAclOpExecutor.argtypes = [P]
+        lib = self.lib = fake_cann_lib.opapi()
         lib.CanUsePTACache.restype = ctypes.c_bool
         lib.CanUsePTACache.argtypes = [ctypes.c_char_p]
         lib.AddTensorAddrToCachedList.argtypes = [P]
         lib.SetPTAHashKey.argtypes = [ctypes.c_uint64]
         lib.PTAGetExecCache.restype = P
         lib.PTAGetExecCache.argtypes = [ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64)]
-        lib.fake_opapi_calls.restype = ctypes.c_int
-        lib.fake_opapi_calls.argtypes = [ctypes.c_char_p]
         for api, args in self.SIGNATURES.items():
             getattr(lib, api + "GetWorkspaceSize").argtypes = args + [ctypes.POINTER(ctypes.c_uint64),
                                                                       ctypes.POINTER(P)]

@@ -30,7 +30,6 @@ imported or torch_ext did not load its NPU kernels, or on a real CANN (no fake c
 a failure.
 """
 
-import ctypes
 import math
 import os
 import subprocess
@@ -41,18 +40,14 @@ import torch
 import torch.nn.functional as F
 
 import npu_backend
+import fake_cann_lib
 import paths
 
 _AVAILABLE, _REASON = npu_backend.npu_device_available()
 
 
 def _fake_opapi():
-    try:
-        lib = ctypes.CDLL("libopapi.so")
-        lib.fake_opapi_calls.restype, lib.fake_opapi_calls.argtypes = ctypes.c_int, [ctypes.c_char_p]
-        return lib
-    except (OSError, AttributeError):  # pragma: no cover - a real CANN
-        return None
+    return fake_cann_lib.opapi()
 
 
 _LIB = _fake_opapi() if _AVAILABLE else None

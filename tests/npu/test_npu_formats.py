@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 import torch
 
+import fake_cann_lib
 import torch_ext
 
 pytestmark = pytest.mark.skipif(not torch_ext._npu.LOADED, reason="needs torch_ext._C_npu (make test-npu)")
@@ -36,9 +37,7 @@ def npu():
 
     before = torch.npu.config.allow_internal_format if hasattr(torch.npu.config, "allow_internal_format") else None
     torch.npu.config.allow_internal_format = True
-    lib = ctypes.CDLL("libopapi.so")
-    lib.fake_opapi_calls.restype = ctypes.c_int
-    lib.fake_opapi_calls.argtypes = [ctypes.c_char_p]
+    lib = fake_cann_lib.opapi()
     yield torch_npu, lib
     torch.npu.config.allow_internal_format = bool(before)
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 
+import fake_cann_lib
 from npu_path_common import (  # noqa: F401 (backend: the fixture)
     DTYPES, SKIP, assert_close, assert_same, backend, logit_inputs, npu, ops,
     prelu_inputs, softmax_inputs)
@@ -27,11 +28,7 @@ P = ctypes.c_void_p
 
 class Abi:
     def __init__(self, lib):
-        self.lib = lib
-        lib.aclCreateTensor.restype = P
-        lib.aclCreateTensor.argtypes = [P, ctypes.c_uint64, ctypes.c_int32, P, ctypes.c_int64, ctypes.c_int32, P,
-                                        ctypes.c_uint64, P]
-        lib.aclDestroyTensor.argtypes = [P]
+        self.lib = fake_cann_lib.type_opapi(lib)
         self.keep = []
 
     def tensor(self, t, dtype_code=None, sizes=None, strides=None, offset=None, storage=None, fmt=ACL_FORMAT_ND):
@@ -48,7 +45,6 @@ class Abi:
                                         len(storage), t.untyped_storage().data_ptr())
 
     def last_error(self):
-        self.lib.fake_opapi_last_error.restype = ctypes.c_char_p
         return self.lib.fake_opapi_last_error().decode()
 
     def phase1(self, api, *args, ws=True, ex=True):

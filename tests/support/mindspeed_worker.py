@@ -9,7 +9,6 @@ mindspeed: the real torch_npu on the fake CANN, Megatron-LM's megatron/ on PYTHO
 Scenarios: mindspeed_then_ours, ours_then_mindspeed, repatch, train.
 """
 
-import ctypes
 import importlib
 import inspect
 import json
@@ -17,7 +16,8 @@ import os
 import sys
 import warnings
 
-import paths  # tests/support is sys.path[0]: this script's folder
+import fake_cann_lib  # tests/support is sys.path[0]: this script's folder
+import paths
 
 warnings.filterwarnings("ignore")
 
@@ -33,23 +33,16 @@ BIAS_GELU = "megatron.core.fusions.fused_bias_gelu.bias_gelu_impl"
 OWN = {name: f for name, f in vars(tm).items() if inspect.isfunction(f)}  # no scan may rebind these
 
 
-def _lib(name, fn, restype):
-    lib = ctypes.CDLL(name)  # the handle torch_npu already loaded: the same counters
-    f = getattr(lib, fn)
-    f.restype = restype
-    return f
-
-
 def counters():
     """The fake CANN's counters: every aclnn entry point's calls (libopapi.so) and every acl_op launch by type
     (libascendcl.so), as {name: count}."""
     out = {}
-    dump = _lib("libopapi.so", "fake_opapi_dump", ctypes.c_char_p)().decode()
+    dump = fake_cann_lib.opapi().fake_opapi_dump().decode()
     for line in dump.splitlines():
         name, _, n = line.rpartition("=")
         if name.startswith("aclnn") and not name.endswith("GetWorkspaceSize"):
             out[name] = int(n)
-    runtime = _lib("libascendcl.so", "fake_cann_dump", ctypes.c_char_p)().decode()
+    runtime = fake_cann_lib.runtime().fake_cann_dump().decode()
     for line in runtime.splitlines():
         name, _, n = line.rpartition("=")
         if name.startswith("acl_op "):

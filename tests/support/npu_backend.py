@@ -25,6 +25,7 @@ import platform
 
 import torch
 
+import fake_cann_lib
 import paths
 import torch_ext
 
@@ -51,10 +52,7 @@ class _Backend:
         self.opapi.fake_opapi_reset()
 
     def _load(self, path):
-        lib = ctypes.CDLL(path)  # the handle the NPU path already uses: shared counters
-        lib.fake_opapi_calls.restype = ctypes.c_int
-        lib.fake_opapi_calls.argtypes = [ctypes.c_char_p]
-        self.opapi = lib
+        self.opapi = fake_cann_lib.type_opapi(ctypes.CDLL(path))  # the handle the NPU path uses: shared counters
 
 
 class FakeCann(_Backend):
@@ -62,12 +60,8 @@ class FakeCann(_Backend):
     device_index = 0
 
     def __init__(self):
-        self._load("libopapi.so")  # found on LD_LIBRARY_PATH, as torch_npu found it
-        self.runtime = ctypes.CDLL("libascendcl.so")
-        self.runtime.fake_cann_count.restype = ctypes.c_int64
-        self.runtime.fake_cann_count.argtypes = [ctypes.c_char_p]
-        self.runtime.aclmdlRICaptureBegin.argtypes = [ctypes.c_void_p, ctypes.c_int]
-        self.runtime.aclmdlRICaptureEnd.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
+        self.opapi = fake_cann_lib.opapi()  # found on LD_LIBRARY_PATH, as torch_npu found it
+        self.runtime = fake_cann_lib.runtime()
         self._own_syncs = 0  # npu()'s own synchronisations, not the NPU path's
 
     def npu(self, overload, *args, **kwargs):

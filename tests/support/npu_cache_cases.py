@@ -2,10 +2,9 @@
 and which changes of the call torch_npu must hash (CASES), the fake libopapi.so's counters (Opapi), and whether a
 repeated call skips phase 1 on this release (cached). Also imported by that file's TASK_QUEUE_ENABLE subprocesses."""
 
-import ctypes
-
 import torch
 
+import fake_cann_lib
 import npu_backend
 import torch_ext
 
@@ -14,10 +13,7 @@ class Opapi:
     """The fake libopapi.so's counters (the handle torch_npu loaded: the same counters)."""
 
     def __init__(self):
-        self.lib = ctypes.CDLL("libopapi.so")
-        self.lib.fake_opapi_calls.restype = ctypes.c_int
-        self.lib.fake_opapi_calls.argtypes = [ctypes.c_char_p]
-        self.lib.fake_opapi_cache_entries.restype = ctypes.c_int
+        self.lib = fake_cann_lib.opapi()
 
     def calls(self, key):
         return self.lib.fake_opapi_calls(key.encode())

@@ -1,10 +1,9 @@
 """What the npu training tests share (tests/npu/test_npu_training.py, tests/npu/test_npu_megatron.py): whether the npu device
 is there, the fake CANN's launch counters, and an op log that records the devices of every npu_ext op's tensors."""
 
-import ctypes
-
 import torch
 
+import fake_cann_lib
 import npu_backend
 from helpers import OpLog
 
@@ -14,21 +13,9 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 NPU = "npu"
 
 
-def _opapi():
-    """The fake libopapi.so torch_npu loaded (same handle: shared call counters), or None on a real CANN."""
-    try:
-        lib = ctypes.CDLL("libopapi.so")
-        lib.fake_opapi_calls.restype = ctypes.c_int
-        lib.fake_opapi_calls.argtypes = [ctypes.c_char_p]
-        return lib
-    except (OSError, AttributeError):  # pragma: no cover - a real CANN has no counters
-        return None
-
-
 def aclnn_calls(api):
     """Launches (phase 2) of an aclnn entry point counted by the fake libopapi since the process started."""
-    lib = _opapi()
-    return None if lib is None else lib.fake_opapi_calls(api.encode())
+    return fake_cann_lib.opapi_calls(api)
 
 
 class NpuOpLog(OpLog):
