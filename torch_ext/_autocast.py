@@ -13,7 +13,7 @@
 The rule is registered for the autocast keys of CPU, CUDA, XPU, MPS and PrivateUse1 (the NPU), both as a
 dispatcher kernel and as a Python-dispatcher kernel (used while torch.compile traces).
 
-This module keeps the mechanism; each family's module (torch_ext/_families/<family>.py) declares the rule of its
+This module keeps the mechanism; each family's module (torch_ext/_family_<family>.py) declares the rule of its
 forward op: ``lower_precision(op)`` or ``input_dtype(op)``.
 """
 

@@ -6,7 +6,7 @@ cumulative ends, with counts and without group_idx, scaled_masked_softmax_backwa
 fix_triu_mask, logit_grad with eps -1, 0 and 0.1) and the five training functions, forward and backward
 through autograd, each in fp32, fp16 and bf16; two ``.out`` calls into strided views of a sentinel-filled
 storage; and special values (NaN, inf, an fp16 overflow). Inputs come from a fixed generator seed and are small.
-Each family's module (torch_ext/_families/<family>.py) declares its cases (``declare``); this module keeps the
+Each family's module (torch_ext/_family_<family>.py) declares its cases (``declare``); this module keeps the
 comparison, the order of the report and the runner.
 
 Every case runs twice on the same inputs: on the device under test and on the CPU (the CPU kernels are the
@@ -146,7 +146,7 @@ def compare(actual: torch.Tensor, expected: torch.Tensor, tol=None) -> Optional[
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The sample set: each family's module (torch_ext/_families/<family>.py) declares its cases, by section of the
+# The sample set: each family's module (torch_ext/_family_<family>.py) declares its cases, by section of the
 # report; cases() puts them in report order, the families in the order torch_ext._families imports them.
 SECTIONS = ("backward", "function", "strided", "special")
 _DECLARED = {section: [] for section in SECTIONS}

@@ -15,7 +15,7 @@ single operator nodes, and work on any device (fused kernels on CPU, an ATen com
 kernels on an NPU once the NPU library registers them).
 """
 
-# Each function is written in its family's module, torch_ext/_families/<family>.py, with the rest of the family's
+# Each function is written in its family's module, torch_ext/_family_<family>.py, with the rest of the family's
 # Python side, and exported here by _export: this module holds what they share.
 
 import torch

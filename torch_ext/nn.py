@@ -6,7 +6,7 @@ attributes, parameter names and state_dict (a checkpoint loads either way), ``is
 object (so an optimizer built before the call keeps working).
 """
 
-# Each module is written in its family's module, torch_ext/_families/<family>.py, and exported here by _export.
+# Each module is written in its family's module, torch_ext/_family_<family>.py, and exported here by _export.
 
 import torch
 

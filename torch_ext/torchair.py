@@ -34,7 +34,7 @@ from . import _C, _decompositions  # noqa: F401  (_C registers torch.ops.npu_ext
 
 __all__ = ["decompositions", "npu_backend", "ATEN_OPS"]
 
-# Each family declares its decomposition in its module (torch_ext/_families/<family>.py) to _decompositions, with
+# Each family declares its decomposition in its module (torch_ext/_family_<family>.py) to _decompositions, with
 # the ATen ops of its graphs. ATEN_OPS: every ATen op in the graphs of the torch_ext functions traced with these
 # decompositions, forward and backward (tests/training/test_torchair.py checks the graphs against it). Each has a
 # GE converter in torchair 2.13.0 (torchair/_ge_concrete_graph/ge_converter/aten/<op>.py, one that builds GE ops

@@ -6,10 +6,10 @@ import struct
 
 import torch
 
-from .. import _C, _autocast, _check, _decompositions
-from .. import functional as F
-from .._check import Case, uniform
-from ..functional import _dynamo_compiling, _ops, _tf_unary
+from . import _C, _autocast, _check, _decompositions
+from . import functional as F
+from ._check import Case, uniform
+from .functional import _dynamo_compiling, _ops, _tf_unary
 
 
 @F._export

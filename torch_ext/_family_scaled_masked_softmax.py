@@ -6,10 +6,10 @@ import math
 
 import torch
 
-from .. import _C, _autocast, _check, _decompositions, nn
-from .. import functional as F
-from .._check import Case, uniform
-from ..functional import _dynamo_compiling, _ops, _tf_variadic
+from . import _C, _autocast, _check, _decompositions, nn
+from . import functional as F
+from ._check import Case, uniform
+from .functional import _dynamo_compiling, _ops, _tf_variadic
 
 
 def _as_4d_mask(mask, x, x4_shape):

@@ -7,10 +7,10 @@ import threading
 
 import torch
 
-from .. import _C, _autocast, _check, _decompositions, nn
-from .. import functional as F
-from .._check import Case, uniform
-from ..functional import _dynamo_compiling, _ops, _tf_variadic
+from . import _C, _autocast, _check, _decompositions, nn
+from . import functional as F
+from ._check import Case, uniform
+from .functional import _dynamo_compiling, _ops, _tf_variadic
 
 
 @F._export

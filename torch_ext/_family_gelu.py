@@ -5,10 +5,10 @@ import math
 
 import torch
 
-from .. import _C, _autocast, _check, _decompositions, nn
-from .. import functional as F
-from .._check import Case, uniform
-from ..functional import _dynamo_compiling, _ops, _tf_unary
+from . import _C, _autocast, _check, _decompositions, nn
+from . import functional as F
+from ._check import Case, uniform
+from .functional import _dynamo_compiling, _ops, _tf_unary
 
 
 @F._export
