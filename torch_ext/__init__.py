@@ -2,7 +2,8 @@
 
 Importing this package loads the compiled library, which registers every operator under
 ``torch.ops.npu_ext`` (schemas, CPU, Meta and device-generic kernels, and the autograd of every op, in C++),
-then the autocast rules of the forward ops (``_autocast``). The training API:
+then the Python side of each operator family (``_families``: its training function and module, the autocast
+rule of its forward op, its torchair decomposition and its check cases). The training API:
 
 * functional: ``torch_ext.gelu``, ``prelu``, ``logit``, ``scaled_masked_softmax``, ``grouped_bias_add``;
 * modules: ``torch_ext.nn.GELU``, ``PReLU``, ``ScaledMaskedSoftmax``, ``GroupedBiasAdd``, and
@@ -34,9 +35,9 @@ except ImportError:
     raise
 
 from . import _C  # noqa: F401, E402  (registers torch.ops.npu_ext.*)
-from . import _autocast  # noqa: F401  (autocast policy of the forward ops)
-from . import functional, nn
-from .functional import gelu, grouped_bias_add, logit, prelu, scaled_masked_softmax
+from . import _families  # noqa: F401, E402  (each family registers its function, module, autocast rule, ...)
+from . import functional, nn  # noqa: E402
+from .functional import *  # noqa: F401, F403, E402  (torch_ext.gelu & co.: the families' functions)
 from ._config import show_config
 from ._version import __version__
 
@@ -47,5 +48,4 @@ from ._check import check  # noqa: E402
 
 ops = torch.ops.npu_ext
 
-__all__ = ["ops", "functional", "nn", "gelu", "prelu", "logit", "scaled_masked_softmax", "grouped_bias_add",
-           "show_config", "check", "__version__"]
+__all__ = ["ops", "functional", "nn", *functional.__all__, "show_config", "check", "__version__"]

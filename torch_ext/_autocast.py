@@ -12,6 +12,9 @@
 
 The rule is registered for the autocast keys of CPU, CUDA, XPU, MPS and PrivateUse1 (the NPU), both as a
 dispatcher kernel and as a Python-dispatcher kernel (used while torch.compile traces).
+
+This module keeps the mechanism; each family's module (torch_ext/_family_<family>.py) declares the rule of its
+forward op: ``lower_precision(op)`` or ``input_dtype(op)``.
 """
 
 import torch
@@ -28,8 +31,10 @@ _AUTOCAST_KEYS = {
     "AutocastPrivateUse1": torch._C._get_privateuse1_backend_name,  # "npu" once torch_npu is imported
 }
 
-# Ops whose two leading tensor inputs (activation, parameter) are cast to the autocast dtype.
-LOWER_PRECISION_OPS = ("prelu", "grouped_bias_add")
+# The rule of each forward op, as its family declares it: "lower_precision" (its two leading tensor inputs, the
+# activation and the parameter, are cast to the autocast dtype) or "input_dtype" (nothing registered: autocast
+# falls through, and the op runs in its input's dtype).
+RULES = {}
 _CAST_ARGS = 2
 
 
@@ -67,5 +72,14 @@ def _register(opname):
         _lib.impl(opname, kernel, key_name, with_keyset=True)
 
 
-for _name in LOWER_PRECISION_OPS:
-    _register(_name)
+def lower_precision(opname):
+    """Declares that the forward op ``opname`` runs in the autocast dtype: its two leading floating tensor inputs
+    (activation, parameter) are cast to it; registers the autocast kernels that do it."""
+    if RULES.get(opname) != "lower_precision":  # once, if a family module is imported again
+        _register(opname)
+        RULES[opname] = "lower_precision"
+
+
+def input_dtype(opname):
+    """Declares that the forward op ``opname`` runs in the dtype of its input under autocast: no cast, no kernel."""
+    RULES[opname] = "input_dtype"

@@ -6,6 +6,8 @@ cumulative ends, with counts and without group_idx, scaled_masked_softmax_backwa
 fix_triu_mask, logit_grad with eps -1, 0 and 0.1) and the five training functions, forward and backward
 through autograd, each in fp32, fp16 and bf16; two ``.out`` calls into strided views of a sentinel-filled
 storage; and special values (NaN, inf, an fp16 overflow). Inputs come from a fixed generator seed and are small.
+Each family's module (torch_ext/_family_<family>.py) declares its cases (``declare``); this module keeps the
+comparison, the order of the report and the runner.
 
 Every case runs twice on the same inputs: on the device under test and on the CPU (the CPU kernels are the
 reference). The device results, moved to the CPU, must equal the CPU's within a per-dtype tolerance
@@ -34,7 +36,7 @@ import torch
 
 from torch_ext.testing import tolerances
 
-__all__ = ["check", "compare", "cases", "run_case", "Case", "CheckResult", "CaseResult", "TOL", "SEED"]
+__all__ = ["check", "compare", "cases", "run_case", "Case", "CheckResult", "CaseResult", "TOL", "SEED", "declare"]
 
 SEED = 20240607  # every case draws its inputs from a generator seeded with this
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -42,8 +44,6 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 TOL = tolerances.DEVICE
 SENTINEL = 77.0  # exact in every dtype: what a strided .out call must leave outside its view
 
-_ops = torch.ops.npu_ext
-_ASCEND950 = ("Ascend950", "Ascend910_95")  # SoC name prefixes (older toolchains name Ascend950 Ascend910_95xx)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,198 +146,53 @@ def compare(actual: torch.Tensor, expected: torch.Tensor, tol=None) -> Optional[
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The sample set.
-def _u(gen, shape, low, high, dtype=torch.float32):
+# The sample set: each family's module (torch_ext/_family_<family>.py) declares its cases, by section of the
+# report; cases() puts them in report order, the families in the order torch_ext._families imports them.
+SECTIONS = ("backward", "function", "strided", "special")
+_DECLARED = {section: [] for section in SECTIONS}
+
+
+def declare(section):
+    """Declares a family's cases of one section of the report (a decorator on a function returning [Case]):
+    "backward" (its backward op, every variant) and "function" (its training function, forward and backward
+    through autograd) are called once per dtype of ``DTYPES``, with it; "strided" (``.out`` calls into strided
+    views of a ``SENTINEL``-filled storage) and "special" (special values) once, without."""
+    def register(make_cases):
+        _DECLARED[section].append(make_cases)
+        return make_cases
+
+    return register
+
+
+def dtype_name(dtype):
+    """"float16" for torch.float16: how the case names end."""
+    return str(dtype).replace("torch.", "")
+
+
+def uniform(gen, shape, low, high, dtype=torch.float32):
+    """A CPU tensor drawn uniformly from [low, high) with ``gen``, in fp32 then converted to ``dtype``."""
     return (torch.rand(shape, generator=gen) * (high - low) + low).to(dtype)
 
 
-def _backward_cases(dtype):
-    d = str(dtype).replace("torch.", "")
-    out = []
-    for approximate in ("none", "tanh"):
-        out.append(Case(
-            f"gelu_backward_v2 approximate={approximate} {d}",
-            lambda gen, dt=dtype: (_u(gen, (8, 37), -3, 3, dt), _u(gen, (37, 8), -6, 6, dt)),
-            lambda g, xt, a=approximate: [("grad_input", _ops.gelu_backward_v2(g, xt.t(), a))]))  # x transposed
-    for weights in (3, 1):
-        out.append(Case(
-            f"prelu_backward {'C weights' if weights > 1 else 'one weight'} {d}",
-            lambda gen, dt=dtype, c=weights: (_u(gen, (4, 3, 17), -3, 3, dt), _u(gen, (4, 3, 17), -3, 3, dt),
-                                              _u(gen, (c,), -1, 1, dt)),
-            lambda g, x, w: list(zip(("grad_input", "grad_weight"), _ops.prelu_backward(g, x, w)))))
-    groups = {"ends (type 0)": ([30, 30, 70, 100], torch.int64, 0),  # an empty group in each
-              "counts (type 1)": ([30, 0, 40, 30], torch.int32, 1)}
-    for what, (values, index_dtype, kind) in groups.items():
-        out.append(Case(
-            f"grouped_bias_add_grad group_idx {what} {d}",
-            lambda gen, dt=dtype, v=values, it=index_dtype: (_u(gen, (100, 40), -3, 3, dt), torch.tensor(v, dtype=it)),
-            lambda gy, idx, k=kind: [("out", _ops.grouped_bias_add_grad(gy, idx, k))]))
-    out.append(Case(
-        f"grouped_bias_add_grad without group_idx {d}",
-        lambda gen, dt=dtype: (_u(gen, (4, 25, 40), -3, 3, dt),),
-        lambda gy: [("out", _ops.grouped_bias_add_grad(gy))]))
-    for triu in (False, True):
-        out.append(Case(
-            f"scaled_masked_softmax_backward {'fix_triu_mask' if triu else 'mask'} {d}",
-            lambda gen, dt=dtype: _softmax_inputs(gen, dt),
-            lambda g, y, mask, t=triu: [("out", _ops.scaled_masked_softmax_backward(g, y, mask, 0.5, t))]))
-    for eps in (-1.0, 0.0, 0.1):
-        out.append(Case(
-            f"logit_grad eps={eps} {d}",
-            lambda gen, dt=dtype: (_u(gen, (8, 31), -0.2, 1.2, dt), _u(gen, (8, 31), -3, 3, dt)),
-            lambda x, dy, e=eps: [("dx", _ops.logit_grad(x, dy, e))]))
-    return out
-
-
-def _softmax_inputs(gen, dtype):
-    x = _u(gen, (2, 3, 16, 64), -3, 3)
-    mask = torch.rand((2, 1, 16, 64), generator=gen) < 0.25
-    y = torch.softmax((x * 0.5).masked_fill(mask, -10000.0), dim=-1).to(dtype)
-    return _u(gen, (2, 3, 16, 64), -3, 3, dtype), y, mask
-
-
-def _function_cases(dtype):
-    import torch_ext
-
-    d = str(dtype).replace("torch.", "")
-
-    def autograd(fn, names, *inputs, **kwargs):
-        """[forward output, gradient of each input] for an incoming gradient drawn from its own seed."""
-        leaves = [t.requires_grad_() for t in inputs]
-        y = fn(*leaves, **kwargs)
-        dy = _u(torch.Generator().manual_seed(SEED + 1), y.shape, -2, 2, y.dtype).to(y.device)
-        labels = ["forward"] + [f"grad {n}" for n in names.split()]
-        return list(zip(labels, (y.detach(),) + torch.autograd.grad(y, leaves, dy)))
-
-    out = []
-    for approximate in ("none", "tanh"):
-        out.append(Case(
-            f"torch_ext.gelu approximate={approximate} forward+backward {d}",
-            lambda gen, dt=dtype: (_u(gen, (8, 37), -6, 6, dt),),
-            lambda x, a=approximate: autograd(torch_ext.gelu, "input", x, approximate=a)))
-    out.append(Case(
-        f"torch_ext.prelu forward+backward {d}",
-        lambda gen, dt=dtype: (_u(gen, (4, 3, 17), -3, 3, dt), _u(gen, (3,), -0.5, 0.5, dt)),
-        lambda x, w: autograd(torch_ext.prelu, "input weight", x, w)))
-    out.append(Case(
-        f"torch_ext.logit eps=0.05 forward+backward {d}",
-        lambda gen, dt=dtype: (_u(gen, (8, 37), 0, 1, dt),),
-        lambda x: autograd(torch_ext.logit, "input", x, eps=0.05)))
-
-    def softmax_inputs(gen, dt=dtype):
-        mask = torch.rand((2, 1, 16, 64), generator=gen) < 0.25
-        mask[0, 0, 3] = True  # one fully masked row (uniform 1/64, zero gradient)
-        return _u(gen, (2, 3, 16, 64), -6, 6, dt), mask
-
-    out.append(Case(
-        f"torch_ext.scaled_masked_softmax forward+backward {d}", softmax_inputs,
-        lambda x, mask: autograd(torch_ext.scaled_masked_softmax, "x", x, mask=mask, scale=0.25)))
-    out.append(Case(
-        f"torch_ext.grouped_bias_add counts, probs forward+backward {d}",
-        lambda gen, dt=dtype: (_u(gen, (100, 40), -3, 3, dt), _u(gen, (4, 40), -3, 3, dt), _u(gen, (100,), 0, 1),
-                               torch.tensor([30, 0, 40, 30])),
-        lambda x, b, probs, idx: autograd(lambda x_, b_, p_: torch_ext.grouped_bias_add(x_, b_, idx, 1, probs=p_),
-                                          "x bias probs", x, b, probs)))
-    return out
-
-
-def _strided_out_cases():
-    def logit_out(x, dy):
-        storage = torch.full((2 * 8 * 31 + 6,), SENTINEL, device=x.device)
-        dx = storage[3:3 + 8 * 31].view(31, 8).t()  # transposed (8, 31) view inside a larger storage
-        _ops.logit_grad.out(x, dy, 0.05, dx=dx)
-        return [("dx storage (transposed view, sentinels outside it)", storage)]
-
-    def softmax_out(g, y, mask):
-        storage = torch.full((4, 5, 18, 66), SENTINEL, dtype=g.dtype, device=g.device)
-        out = storage[1:3, 1:4, 1:17, 1:65]  # sliced view
-        _ops.scaled_masked_softmax_backward.out(g, y, mask, 0.5, False, out=out)
-        return [("out storage (sliced view, sentinels outside it)", storage)]
-
-    return [
-        Case("logit_grad.out into a transposed dx float32",
-             lambda gen: (_u(gen, (8, 31), -0.2, 1.2), _u(gen, (8, 31), -3, 3)), logit_out),
-        Case("scaled_masked_softmax_backward.out into a sliced out float16",
-             lambda gen: _softmax_inputs(gen, torch.float16), softmax_out),
-    ]
-
-
-_NAN, _INF = math.nan, math.inf
-# prelu_backward where the CPU follows the Atlas A2/A3 kernel (docs/operators.md, "Semantics notes"), and what the
-# Ascend950 kernel (no zero terms) gives instead: (label, dtype, self, grad_output, weight, Ascend950 grad_input,
-# Ascend950 grad_weight). Every value is exact in its dtype.
-_PRELU_SPECIAL = [
-    # A2/A3: grad_weight NaN (an infinite grad_input)
-    ("inf grad_output", torch.float32, [1.0, -1.0], [_INF, 1.0], [0.25], [_INF, 0.25], [-1.0]),
-    # A2/A3: grad_weight NaN (w g = 90000 overflows fp16 in grad_input)
-    ("fp16 grad_input overflow", torch.float16, [-1.0], [300.0], [300.0], [_INF], [-300.0]),
-    # A2/A3: channel 0's grad_weight NaN (0 inf)
-    ("x = +inf", torch.float32, [[_INF, -1.0], [1.0, -2.0]], [[1.0, 1.0], [1.0, 1.0]], [0.5, 0.5],
-     [[1.0, 0.5], [1.0, 0.5]], [0.0, -3.0]),
-    # A2/A3: grad_input (1 + 0 w) g NaN where x > 0, channel 0's grad_weight NaN
-    ("inf weight", torch.float32, [[1.0, -1.0], [2.0, -2.0]], [[1.0, 1.0], [1.0, 1.0]], [_INF, 0.5],
-     [[1.0, 0.5], [1.0, 0.5]], [0.0, -3.0]),
-    ("NaN weight", torch.bfloat16, [[-1.0, 3.0], [2.0, -2.0]], [[1.0, 1.0], [1.0, 1.0]], [_NAN, 0.5],
-     [[_NAN, 1.0], [1.0, 0.5]], [-1.0, -2.0]),
-    # every SoC: the fp16 terms -65536 and +65536 overflow before the fp32 sum: inf - inf
-    ("fp16 term overflow", torch.float16, [-256.0, -256.0], [256.0, -256.0], [2**-10], [0.25, -0.25], [_NAN]),
-]
-
-
-def _special_cases():
-    def logit(x, dy):
-        return [(f"dx eps={eps}", _ops.logit_grad(x, dy, eps)) for eps in (-1.0, 0.0, 0.1)]
-
-    def prelu(*tensors):
-        out = []
-        for k, (label, *_rest) in enumerate(_PRELU_SPECIAL):
-            x, g, w = tensors[3 * k:3 * k + 3]
-            gi, gw = _ops.prelu_backward(g, x, w)
-            out += [(f"{label}: grad_input", gi), (f"{label}: grad_weight", gw)]
-        return out
-
-    def prelu_inputs(gen):
-        return tuple(torch.tensor(v, dtype=dt) for _, dt, x, g, w, *_ in _PRELU_SPECIAL for v in (x, g, w))
-
-    def prelu_ascend950():
-        return [(f"{label}: {name}", torch.tensor(v, dtype=dt))
-                for label, dt, *_, gi, gw in _PRELU_SPECIAL for name, v in (("grad_input", gi), ("grad_weight", gw))]
-
-    def gelu_softmax(g, x, sg, y, mask):
-        return [(f"gelu_backward_v2 {a}", _ops.gelu_backward_v2(g, x, a)) for a in ("none", "tanh")] + [
-            ("scaled_masked_softmax_backward", _ops.scaled_masked_softmax_backward(sg, y, mask, 1.0, False))]
-
-    def gelu_softmax_inputs(gen):
-        x = torch.tensor([_NAN, -1.0, 0.0, 1.0, 2.5, -2.5, 1.0, 0.5])
-        g = torch.tensor([1.0, _INF, -_INF, _INF, _NAN, 1.0, 0.0, 1e30])
-        sg, y, mask = (t[:1, :1, :4].clone() for t in _softmax_inputs(gen, torch.float32))
-        mask[..., 0] = True
-        sg[0, 0, 0, 0] = _NAN  # masked NaN / inf in grad_output and y: their rows NaN, their own positions 0
-        sg[0, 0, 1, 0] = _INF
-        y[0, 0, 2, 0] = _NAN
-        return g, x, sg, y, mask
-
-    ascend950 = (_ASCEND950, "Ascend950's documented values (its PReluGradUpdate has no zero terms; the CPU kernel "
-                 "follows A2/A3: docs/operators.md, Semantics notes)", prelu_ascend950)
-    return [
-        Case("special values: logit_grad NaN/inf x and dy float32",
-             lambda gen: (torch.tensor([_NAN, _INF, -_INF, 0.0, 1.0, 0.5, 2.0, -1.0, 1e-7, 0.3]),
-                          torch.tensor([1.0, 1.0, 1.0, 1.0, 1.0, _INF, 1.0, 1.0, _NAN, -_INF])), logit),
-        Case("special values: prelu_backward NaN/inf float32, float16, bfloat16",
-             prelu_inputs, prelu, ascend950),
-        Case("special values: gelu_backward_v2 and scaled_masked_softmax_backward NaN/inf float32",
-             gelu_softmax_inputs, gelu_softmax),
-    ]
+def autograd(fn, names, *inputs, **kwargs):
+    """[forward output, gradient of each input] for an incoming gradient drawn from its own seed: what the
+    "function" cases return. ``names``: the inputs' names, space-separated, for the labels."""
+    leaves = [t.requires_grad_() for t in inputs]
+    y = fn(*leaves, **kwargs)
+    dy = uniform(torch.Generator().manual_seed(SEED + 1), y.shape, -2, 2, y.dtype).to(y.device)
+    labels = ["forward"] + [f"grad {n}" for n in names.split()]
+    return list(zip(labels, (y.detach(),) + torch.autograd.grad(y, leaves, dy)))
 
 
 def cases() -> List[Case]:
-    """The sample set, in report order: backward ops, training functions, strided .out calls, special values."""
+    """The sample set, in report order: backward ops, training functions (each in every dtype of ``DTYPES``),
+    strided .out calls, special values."""
     out = []
-    for dtype in DTYPES:
-        out += _backward_cases(dtype)
-    for dtype in DTYPES:
-        out += _function_cases(dtype)
-    return out + _strided_out_cases() + _special_cases()
+    for section in SECTIONS:
+        for dtype in DTYPES if section in ("backward", "function") else (None,):
+            for make_cases in _DECLARED[section]:
+                out += make_cases(dtype) if dtype is not None else make_cases()
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -6,71 +6,30 @@ attributes, parameter names and state_dict (a checkpoint loads either way), ``is
 object (so an optimizer built before the call keeps working).
 """
 
+# Each module is written in its family's module, torch_ext/_family_<family>.py, and exported here by _export.
+
 import torch
 
-from . import functional as F
+__all__ = ["convert"]  # the families' modules are inserted before convert, in import order (_export)
 
-__all__ = ["GELU", "PReLU", "ScaledMaskedSoftmax", "GroupedBiasAdd", "convert"]
-
-
-class GELU(torch.nn.GELU):
-    """Drop-in for ``torch.nn.GELU(approximate="none")``; backward: npu_ext.gelu_backward_v2."""
-
-    def forward(self, input: torch.Tensor) -> torch.Tensor:
-        """``torch_ext.gelu(input, self.approximate)``."""
-        return F.gelu(input, approximate=self.approximate)
+_SWAPS = {}  # torch.nn class -> ours, for convert(): what each family exports with replaces=
 
 
-class PReLU(torch.nn.PReLU):
-    """Drop-in for ``torch.nn.PReLU(num_parameters=1, init=0.25)``; backward: npu_ext.prelu_backward."""
+def _export(cls=None, *, replaces=None):
+    """Makes a family's module ``torch_ext.nn.<name>`` (a class decorator); ``replaces``: the ``torch.nn`` class
+    ``convert()`` swaps for it.
 
-    def forward(self, input: torch.Tensor) -> torch.Tensor:
-        """``torch_ext.prelu(input, self.weight)``."""
-        return F.prelu(input, self.weight)
+    Its ``__module__`` becomes this module's: the place pickle (``torch.save(model)``), ``repr(type(m))`` and
+    torch.compile have always seen it in, whichever file of the package it is written in."""
+    def export(c):
+        c.__module__ = __name__
+        globals()[c.__name__] = c
+        __all__.insert(-1, c.__name__)
+        if replaces is not None:
+            _SWAPS[replaces] = c
+        return c
 
-
-class ScaledMaskedSoftmax(torch.nn.Module):
-    """``softmax((x * scale).masked_fill(mask, -10000), -1)``; see ``torch_ext.scaled_masked_softmax``
-    (``fully_masked``: "uniform" or "zero" for a row whose every position is masked)."""
-
-    def __init__(self, scale: float = 1.0, fix_triu_mask: bool = False, fully_masked: str = "uniform") -> None:
-        super().__init__()
-        if fully_masked not in ("uniform", "zero"):
-            raise ValueError(f'fully_masked must be "uniform" or "zero", but got {fully_masked!r}')
-        self.scale = scale
-        self.fix_triu_mask = fix_triu_mask
-        self.fully_masked = fully_masked
-
-    def forward(self, x: torch.Tensor, mask=None) -> torch.Tensor:
-        """``torch_ext.scaled_masked_softmax(x, mask, self.scale, self.fix_triu_mask, self.fully_masked)``."""
-        return F.scaled_masked_softmax(x, mask, self.scale, self.fix_triu_mask, self.fully_masked)
-
-    def extra_repr(self) -> str:
-        """The constructor arguments, as ``print(module)`` shows them."""
-        return f"scale={self.scale}, fix_triu_mask={self.fix_triu_mask}, fully_masked={self.fully_masked!r}"
-
-
-class GroupedBiasAdd(torch.nn.Module):
-    """A learnable per-group bias (G, H) added to grouped rows (MoE experts); see
-    ``torch_ext.grouped_bias_add``. The bias starts at zero."""
-
-    def __init__(self, num_groups: int, hidden_size: int, group_idx_type: int = 0, device=None, dtype=None) -> None:
-        super().__init__()
-        self.num_groups = num_groups
-        self.hidden_size = hidden_size
-        self.group_idx_type = group_idx_type
-        self.bias = torch.nn.Parameter(torch.zeros(num_groups, hidden_size, device=device, dtype=dtype))
-
-    def forward(self, x: torch.Tensor, group_idx=None, probs=None) -> torch.Tensor:
-        """``torch_ext.grouped_bias_add(x, self.bias, group_idx, self.group_idx_type, probs)``."""
-        return F.grouped_bias_add(x, self.bias, group_idx, self.group_idx_type, probs)
-
-    def extra_repr(self) -> str:
-        """The constructor arguments, as ``print(module)`` shows them."""
-        return f"num_groups={self.num_groups}, hidden_size={self.hidden_size}, group_idx_type={self.group_idx_type}"
-
-
-_SWAPS = {torch.nn.GELU: GELU, torch.nn.PReLU: PReLU}
+    return export if cls is None else export(cls)
 
 
 def convert(model: torch.nn.Module) -> torch.nn.Module:
