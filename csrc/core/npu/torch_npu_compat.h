@@ -137,9 +137,10 @@ at::Tensor base_format(const at::Tensor& t);
 // of torch_npu's executor cache queues the cached executor's phase 2 (accepted before) without `report`. Returns
 // phase 1's status; `queued` says whether phase 2 was queued.
 //
-// The order is that release's EXEC_NPU_CMD_V1_EXT: the memory context, the stream, then the cache lookup (2.13:
-// after the deterministic level is applied; 2.7.1 to 2.12: before torch.use_deterministic_algorithms is applied
-// by SetExecConfig). One addition to torch_npu's hash on 2.13 and later: torch.use_deterministic_algorithms.
+// The order is that release's EXEC_NPU_CMD_V1_EXT: the stream, then the cache lookup (2.13: after the deterministic
+// level is applied; 2.7.1 to 2.12: before torch.use_deterministic_algorithms is applied by SetExecConfig), except
+// the memory context, which is opened after the lookup, on a miss only, as torch_npu's own EXEC_NPU_CMD_V1 does.
+// One addition to torch_npu's hash on 2.13 and later: torch.use_deterministic_algorithms.
 // torch_npu 2.13 hashes the deterministic LEVEL (c10_npu::GetDeterministicLevel), which that setting does not
 // change, while ApplyDeterministicLevel applies both; an executor made before torch.use_deterministic_algorithms
 // (True) would be answered after it, with the kernels phase 1 chose without determinism (tests/test_npu_cache.py
@@ -148,26 +149,27 @@ at::Tensor base_format(const at::Tensor& t);
 template <typename Report, typename... Ts>
 int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued, Report report, Ts&... args) {
   queued = false;
-  InitExecCommonCtx();
-  ScopeGuard context([] { UnInitExecCommonCtx(); });
   aclrtStream acl_stream = GetAclStream();
 #if NPU_EXT_HIT_CACHE_LEVEL
   const uint32_t level = c10_npu::GetDeterministicLevel();
   const bool deterministic = at::globalContext().deterministicAlgorithms();
   at_npu::native::ApplyDeterministicLevel(static_cast<int64_t>(level), deterministic, true);
   if (hit_cache_ext(acl_stream, name, run_fn, level, args..., deterministic)) {
-    context.disarm();  // as the macro: a hit returns here (ExecuteCachedOp ended the cache's thread state)
-    queued = true;
+    queued = true;  // a hit returns here (ExecuteCachedOp ended the cache's thread state)
     return 0;
   }
 #else
   if (hit_cache_ext(acl_stream, name, run_fn, args...)) {
-    context.disarm();
     queued = true;
     return 0;
   }
   SetExecConfig();  // torch.use_deterministic_algorithms
 #endif
+  // The memory context only on a miss, after the lookup, as torch_npu's own EXEC_NPU_CMD_V1 opens it (the extension
+  // macro opens it first and leaves it open on a hit); InitExecCommonCtx looks its function up by name (dlsym) at
+  // every call, about 1k host instructions a hit would pay for nothing (benchmarks/npu_host_cost.py).
+  InitExecCommonCtx();
+  ScopeGuard context([] { UnInitExecCommonCtx(); });
   uint64_t workspace_size = 0;
   uint64_t* workspace_size_addr = &workspace_size;
   aclOpExecutor* executor = nullptr;
