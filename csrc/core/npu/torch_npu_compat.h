@@ -137,9 +137,11 @@ at::Tensor base_format(const at::Tensor& t);
 // of torch_npu's executor cache queues the cached executor's phase 2 (accepted before) without `report`. Returns
 // phase 1's status; `queued` says whether phase 2 was queued.
 //
-// The order is that release's EXEC_NPU_CMD_V1_EXT: the stream, then the cache lookup (2.13: after the deterministic
-// level is applied; 2.7.1 to 2.12: before torch.use_deterministic_algorithms is applied by SetExecConfig), except
-// the memory context, which is opened after the lookup, on a miss only, as torch_npu's own EXEC_NPU_CMD_V1 does.
+// The order is torch_npu's own EXEC_NPU_CMD_V1's (2.9 to 2.13): the stream, the cache lookup, then on a miss only the
+// deterministic state (2.13: ApplyDeterministicLevel; 2.7.1 to 2.12: SetExecConfig) and the memory context. The
+// extension macro (EXEC_NPU_CMD_V1_EXT) opens the memory context first, and on 2.13 applies the level before the
+// lookup: a hit paid both (about 3.5k host instructions on the fake CANN) for a launch that uses neither
+// (benchmarks/npu_host_cost.py, docs/performance.md).
 // One addition to torch_npu's hash on 2.13 and later: torch.use_deterministic_algorithms.
 // torch_npu 2.13 hashes the deterministic LEVEL (c10_npu::GetDeterministicLevel), which that setting does not
 // change, while ApplyDeterministicLevel applies both; an executor made before torch.use_deterministic_algorithms
@@ -153,11 +155,14 @@ int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued
 #if NPU_EXT_HIT_CACHE_LEVEL
   const uint32_t level = c10_npu::GetDeterministicLevel();
   const bool deterministic = at::globalContext().deterministicAlgorithms();
-  at_npu::native::ApplyDeterministicLevel(static_cast<int64_t>(level), deterministic, true);
   if (hit_cache_ext(acl_stream, name, run_fn, level, args..., deterministic)) {
     queued = true;  // a hit returns here (ExecuteCachedOp ended the cache's thread state)
     return 0;
   }
+  // Applied for phase 1, on a miss: as torch_npu's own operators (2.13: the level only hashed by hit_cache, nothing
+  // applied on a hit; 2.9 to 2.12: SetDeterministic after the lookup) and as SetExecConfig below. The extension
+  // macro applies it before the lookup, three runtime calls (aclrt(Ctx)SetSysParamOpt) on every hit.
+  at_npu::native::ApplyDeterministicLevel(static_cast<int64_t>(level), deterministic, true);
 #else
   if (hit_cache_ext(acl_stream, name, run_fn, args...)) {
     queued = true;
