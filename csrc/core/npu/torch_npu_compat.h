@@ -132,6 +132,16 @@ at::Tensor base_format(const at::Tensor& t);
 
 #if NPU_EXT_OP_API_EXTENSION
 
+// nnopbase's thread-local memory context, called as torch_npu's own EXEC_NPU_CMD_V1 calls it (op-plugin's
+// op_api_common.h, 2.9 to 2.13: InitHugeMemThreadLocal(nullptr, false) before phase 1, ReleaseHugeMem(nullptr, false)
+// in the queued task, then UnInitHugeMemThreadLocal(nullptr, false) and UnInitPTACacheThreadLocal()), each function
+// looked up once. The exported InitExecCommonCtx / ReleaseExecCommonCtx / UnInitExecCommonCtx call the same
+// functions but look each one up by name (GetOpApiFuncAddr: a dlsym) at every call, about 900 host instructions each
+// (benchmarks/npu_host_cost.py).
+void mem_ctx_init();
+void mem_ctx_release();
+void mem_ctx_uninit();
+
 // Phase 1 on the calling thread; when it returns an executor, phase 2 is queued on torch_npu's task queue and
 // `report(status)` inside the queued task turns phase 2's status into what the task reports to the queue. A hit
 // of torch_npu's executor cache queues the cached executor's phase 2 (accepted before) without `report`. Returns
@@ -171,10 +181,9 @@ int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued
   SetExecConfig();  // torch.use_deterministic_algorithms
 #endif
   // The memory context only on a miss, after the lookup, as torch_npu's own EXEC_NPU_CMD_V1 opens it (the extension
-  // macro opens it first and leaves it open on a hit); InitExecCommonCtx looks its function up by name (dlsym) at
-  // every call, about 1k host instructions a hit would pay for nothing (benchmarks/npu_host_cost.py).
-  InitExecCommonCtx();
-  ScopeGuard context([] { UnInitExecCommonCtx(); });
+  // macro opens it first and leaves it open on a hit).
+  mem_ctx_init();
+  ScopeGuard context([] { mem_ctx_uninit(); });
   uint64_t workspace_size = 0;
   uint64_t* workspace_size_addr = &workspace_size;
   aclOpExecutor* executor = nullptr;
@@ -190,14 +199,14 @@ int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued
     InitExecSubTheadCtx(acl_stream);
     const int ret = ExecuteApiFunc(run_fn, acl_stream, workspace_addr, workspace_size, executor);
     ReleaseConvertTypes(converted_params);
-    ReleaseExecCommonCtx();
+    mem_ctx_release();
     return report(ret);
   };
   converted.disarm();  // the queued task owns them now (RunAclCall copies acl_call first)
   made.disarm();
   RunAclCall(name, acl_call);
   queued = true;
-  return 0;  // `context` ends the memory context, as UnInitExecCommonCtx() after RunAclCall in the macro
+  return 0;  // `context` ends the memory context, as the macro after RunAclCall
 }
 
 #else  // torch_npu 2.6 (and 2.7.1, 2.7.1.post2): CANN's C API and OpCommand::RunOpApiV2
