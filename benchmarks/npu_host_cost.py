@@ -436,6 +436,11 @@ def table(rows, info):
         f"{info.get('torch', '?')}) on the fake CANN, SoC {SOC}, 256-element fp32 tensors, the fake's kernels not "
         f"counted; {info['cpu']}, {info['logical_cpus']} logical CPUs; {info['date']}.",
         "",
+        f"Times: best of {info['rounds']} interleaved rounds of {info['calls']} calls, TQ=0, 1-minute load average "
+        f"{info.get('load_1min_before_timing', float('nan')):.1f} before and "
+        f"{info.get('load_1min_after_timing', float('nan')):.1f} after ({info['logical_cpus']} logical CPUs): times "
+        "taken on a busy machine are not results. Instructions do not depend on the load.",
+        "",
         "| operator | aclnn entry point | call | instr. TQ=0: ours / torch_npu | ratio | instr. TQ=1 (all threads): "
         "ours / torch_npu | ratio | time TQ=0: ours / torch_npu | ratio |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|",
@@ -501,16 +506,36 @@ def main(argv=None):
                 by_op[op][f"instructions_tq{tq}"] = d
             for op, d in paths.items():  # per call: phase 1 calls, launches, cache hits (the fake's counters)
                 by_op[op][f"path_tq{tq}"] = d
+                want = {"phase1": 0.0, "hit": 1.0} if by_op[op]["cached"] else {"phase1": 1.0, "hit": 0.0}
+                for side, got in d.items():
+                    if any(got[k] != v for k, v in want.items()) or got["launch"] != 1.0:
+                        print(f"npu_host_cost: {op} ({side}, TASK_QUEUE_ENABLE={tq}) did not take the expected path: "
+                              f"per call {got}", file=sys.stderr)
     if not args.no_time:
         info["load_1min_before_timing"] = os.getloadavg()[0]
         for op, d in timing(args.ops, args.calls, args.rounds, 0).items():
             by_op[op]["time_tq0"] = d
         info["load_1min_after_timing"] = os.getloadavg()[0]
+    path = os.path.join(args.out, "npu-host-cost.json")
+    if (args.no_count or args.no_time) and not args.ops and os.path.exists(path):
+        # a run of one part keeps the other part's measurements from the last run (and says when that was)
+        with open(path) as f:
+            last = json.load(f)
+        kept = "time" if args.no_time else "instructions"
+        info[f"{kept}_measured"] = last["machine"].get(f"{kept}_measured", last["machine"].get("date"))
+        old_rows = {r["op"]: r for r in last["rows"]}
+        for r in rows:
+            for k, v in old_rows.get(r["op"], {}).items():
+                if k.startswith(kept) or (kept == "instructions" and k.startswith("path_")):
+                    r.setdefault(k, v)
+        for k in ("load_1min_before_timing", "load_1min_after_timing"):
+            if args.no_time and k in last["machine"]:
+                info[k] = last["machine"][k]
     md = table(rows, info)
     print(md)
     if not args.ops:
         os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "npu-host-cost.json"), "w") as f:
+        with open(path, "w") as f:
             json.dump({"machine": info, "rows": rows}, f, indent=1)
         with open(os.path.join(args.out, "npu-host-cost.md"), "w") as f:
             f.write(md + "\n")
