@@ -9,14 +9,15 @@
 //
 //  * torch_npu 2.7.1.post4 and later export op-plugin's extension API (op_plugin/include/npu_cpp_extension.h, the
 //    functions torch_npu's own EXEC_NPU_CMD uses): the aclnn lookup (GetOpApiFuncAddr), the argument conversion,
-//    the thread-local memory context, torch_npu's executor cache, its deterministic setting, its workspace and its
-//    task queue (RunAclCall). queue_aclnn() runs their sequence in that release's EXEC_NPU_CMD_V1_EXT order, with
-//    two differences: phase 1's status is checked on the calling thread (npu_common.h), and in the level form
-//    torch.use_deterministic_algorithms joins torch_npu's cache hash (see queue_aclnn). Two steps differ between
-//    releases:
+//    torch_npu's executor cache, its deterministic setting, its workspace and its task queue (RunAclCall); the
+//    thread-local memory context is nnopbase's functions, looked up once with GetOpApiFuncAddr (mem_ctx_*, as
+//    torch_npu's own EXEC_NPU_CMD_V1 calls them; the exported *ExecCommonCtx look them up at every call).
+//    queue_aclnn() runs them in the order of torch_npu's own EXEC_NPU_CMD_V1 (the cache lookup first; see
+//    queue_aclnn), with two differences: phase 1's status is checked on the calling thread (npu_common.h), and in the
+//    level form torch.use_deterministic_algorithms joins torch_npu's cache hash. Two steps differ between releases:
 //      - 2.13 and later, and 2.7.1.post11 (NPU_EXT_HIT_CACHE_LEVEL, read from the headers): the deterministic
-//        LEVEL (c10_npu::GetDeterministicLevel, applied with at_npu::native::ApplyDeterministicLevel before the
-//        cache lookup), and hit_cache_ext takes that level;
+//        LEVEL (c10_npu::GetDeterministicLevel, applied with at_npu::native::ApplyDeterministicLevel after a
+//        cache miss, for phase 1), and hit_cache_ext takes that level;
 //      - 2.7.1.post4 to 2.12 otherwise: SetExecConfig() applies torch.use_deterministic_algorithms after the cache
 //        lookup, and hit_cache_ext has no level parameter (a level passed there would be hashed as the first op
 //        argument).
