@@ -29,11 +29,13 @@ torch.ops (the same Python binding and boxed dispatcher call) with the same call
 aten takes as a keyword only, is a keyword on both sides), on 256-element fp32 tensors.
 
     make npu-build && fake=$(.venv-npu/bin/python tests/fake_cann/build.py | tail -n 1) && \\
-    LD_LIBRARY_PATH=$fake PYTHONPATH=build/npu/lib:. .venv-npu/bin/python -m benchmarks.npu_host_cost
+    LD_LIBRARY_PATH=$fake PYTHONPATH=build/npu/lib .venv-npu/bin/python -m benchmarks.npu_host_cost
 
-Options: --calls N (3000), --no-time, --no-count, --profile DIR (keep the callgrind files of each case for
-callgrind_annotate), --ops NAME... Needs valgrind and a C compiler for the counts; about 5 minutes on 2 cores.
-Writes benchmarks/results/npu-host-cost.{json,md}.
+Options: --calls N (3000), --no-time, --no-count (a run of one part keeps the other's last results), --profile DIR
+(keep the callgrind files of each case for callgrind_annotate), --ops NAME... (some cases; nothing written). Needs
+valgrind and a C compiler for the counts; about 5 minutes on 2 cores. Not part of `make bench`. Writes
+benchmarks/results/npu-host-cost.{json,md}. In another torch_npu's venv (tools/versions.py, build/versions/<release>)
+its python runs the same module against the torch_ext installed there, with that release's fake CANN.
 """
 
 from __future__ import annotations
