@@ -56,7 +56,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_DIR = os.path.join(ROOT, "benchmarks", "results")
-SOC = "Ascend950PR_9599"
+SOC = "Ascend950PR_9599"  # --soc: another Ascend950 name, for a torch_npu whose SoC table names it otherwise
 WARMUP = 30
 # The fake CANN's kernels (tests/fake_cann/opapi: one Executor subclass per operator, its run() the arithmetic),
 # as callgrind_annotate names them: their inclusive cost is subtracted.
@@ -435,8 +435,8 @@ def versions():
 def table(rows, info):
     lines = [
         f"Host cost per call, npu_ext / torch_npu, torch_npu {info.get('torch_npu', '?')} (torch "
-        f"{info.get('torch', '?')}) on the fake CANN, SoC {SOC}, 256-element fp32 tensors, the fake's kernels not "
-        f"counted; {info['cpu']}, {info['logical_cpus']} logical CPUs; {info['date']}.",
+        f"{info.get('torch', '?')}) on the fake CANN, SoC {info['soc']}, 256-element fp32 tensors, the fake's kernels "
+        f"not counted; {info['cpu']}, {info['logical_cpus']} logical CPUs; {info['date']}.",
         "",
         f"Times: best of {info['rounds']} interleaved rounds of {info['calls']} calls, TQ=0, 1-minute load average "
         f"{info.get('load_1min_before_timing', float('nan')):.1f} before and "
@@ -472,6 +472,7 @@ def table(rows, info):
 
 
 def main(argv=None):
+    global SOC
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--calls", type=int, default=3000)
     p.add_argument("--rounds", type=int, default=5)
@@ -483,7 +484,9 @@ def main(argv=None):
     p.add_argument("--out", default=RESULTS_DIR)
     p.add_argument("--child-count", nargs="+", help=argparse.SUPPRESS)
     p.add_argument("--child-time", nargs="+", help=argparse.SUPPRESS)
+    p.add_argument("--soc", default=SOC, help=f"the fake's SoC name (an Ascend950; default {SOC})")
     args = p.parse_args(argv)
+    SOC = args.soc  # the children's NPU_FAKE_SOC (_env)
     if args.child_count:
         helper, calls, *names = args.child_count
         return _child_count(names, int(calls), helper)
@@ -495,7 +498,7 @@ def main(argv=None):
               file=sys.stderr)
         return 2
 
-    info = {**machine(), **versions(), "soc": SOC, "calls": args.calls, "rounds": args.rounds,
+    info = {**machine(), **versions(), "soc": args.soc, "calls": args.calls, "rounds": args.rounds,
             "date": datetime.datetime.now().isoformat(timespec="seconds")}
     rows = [{"op": c[0], "entry": c[1], "cached": c[2]} for c in _selected(args.ops)]
     by_op = {r["op"]: r for r in rows}
