@@ -438,11 +438,16 @@ def table(rows, info):
         f"{info.get('torch', '?')}) on the fake CANN, SoC {info['soc']}, 256-element fp32 tensors, the fake's kernels "
         f"not counted; {info['cpu']}, {info['logical_cpus']} logical CPUs; {info['date']}.",
         "",
-        f"Times: best of {info['rounds']} interleaved rounds of {info['calls']} calls, TQ=0, 1-minute load average "
-        f"{info.get('load_1min_before_timing', float('nan')):.1f} before and "
-        f"{info.get('load_1min_after_timing', float('nan')):.1f} after ({info['logical_cpus']} logical CPUs): times "
-        "taken on a busy machine are not results. Instructions do not depend on the load.",
-        "",
+    ]
+    if "load_1min_before_timing" in info:
+        lines += [
+            f"Times: best of {info['rounds']} interleaved rounds of {info['calls']} calls, TQ=0, 1-minute load average "
+            f"{info['load_1min_before_timing']:.1f} before and {info['load_1min_after_timing']:.1f} after "
+            f"({info['logical_cpus']} logical CPUs): times taken on a busy machine are not results. Instructions do "
+            "not depend on the load.",
+            "",
+        ]
+    lines += [
         "| operator | aclnn entry point | call | instr. TQ=0: ours / torch_npu | ratio | instr. TQ=1 (all threads): "
         "ours / torch_npu | ratio | time TQ=0: ours / torch_npu | ratio |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|",
