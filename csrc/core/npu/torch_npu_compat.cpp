@@ -69,6 +69,29 @@ at::Tensor base_format(const at::Tensor& t) {
 
 void* op_api_symbol(const char* name) { return GetOpApiFuncAddr(name); }
 
+namespace {
+using MemCtxFn = int (*)(void*, bool);
+using MemFn = void (*)(void*, bool);
+using CacheFn = void (*)();
+}  // namespace
+
+void mem_ctx_init() {
+  static const auto f = reinterpret_cast<MemCtxFn>(GetOpApiFuncAddr("InitHugeMemThreadLocal"));
+  if (f != nullptr) f(nullptr, false);
+}
+
+void mem_ctx_release() {
+  static const auto f = reinterpret_cast<MemFn>(GetOpApiFuncAddr("ReleaseHugeMem"));
+  if (f != nullptr) f(nullptr, false);
+}
+
+void mem_ctx_uninit() {
+  static const auto uninit = reinterpret_cast<MemFn>(GetOpApiFuncAddr("UnInitHugeMemThreadLocal"));
+  static const auto uninit_cache = reinterpret_cast<CacheFn>(GetOpApiFuncAddr("UnInitPTACacheThreadLocal"));
+  if (uninit != nullptr) uninit(nullptr, false);
+  if (uninit_cache != nullptr) uninit_cache();
+}
+
 
 const char* aclnn_layer() {
 #if NPU_EXT_HIT_CACHE_LEVEL

@@ -9,14 +9,15 @@
 //
 //  * torch_npu 2.7.1.post4 and later export op-plugin's extension API (op_plugin/include/npu_cpp_extension.h, the
 //    functions torch_npu's own EXEC_NPU_CMD uses): the aclnn lookup (GetOpApiFuncAddr), the argument conversion,
-//    the thread-local memory context, torch_npu's executor cache, its deterministic setting, its workspace and its
-//    task queue (RunAclCall). queue_aclnn() runs their sequence in that release's EXEC_NPU_CMD_V1_EXT order, with
-//    two differences: phase 1's status is checked on the calling thread (npu_common.h), and in the level form
-//    torch.use_deterministic_algorithms joins torch_npu's cache hash (see queue_aclnn). Two steps differ between
-//    releases:
+//    torch_npu's executor cache, its deterministic setting, its workspace and its task queue (RunAclCall); the
+//    thread-local memory context is nnopbase's functions, looked up once with GetOpApiFuncAddr (mem_ctx_*, as
+//    torch_npu's own EXEC_NPU_CMD_V1 calls them; the exported *ExecCommonCtx look them up at every call).
+//    queue_aclnn() runs them in the order of torch_npu's own EXEC_NPU_CMD_V1 (the cache lookup first; see
+//    queue_aclnn), with two differences: phase 1's status is checked on the calling thread (npu_common.h), and in the
+//    level form torch.use_deterministic_algorithms joins torch_npu's cache hash. Two steps differ between releases:
 //      - 2.13 and later, and 2.7.1.post11 (NPU_EXT_HIT_CACHE_LEVEL, read from the headers): the deterministic
-//        LEVEL (c10_npu::GetDeterministicLevel, applied with at_npu::native::ApplyDeterministicLevel before the
-//        cache lookup), and hit_cache_ext takes that level;
+//        LEVEL (c10_npu::GetDeterministicLevel, applied with at_npu::native::ApplyDeterministicLevel after a
+//        cache miss, for phase 1), and hit_cache_ext takes that level;
 //      - 2.7.1.post4 to 2.12 otherwise: SetExecConfig() applies torch.use_deterministic_algorithms after the cache
 //        lookup, and hit_cache_ext has no level parameter (a level passed there would be hashed as the first op
 //        argument).
@@ -132,14 +133,27 @@ at::Tensor base_format(const at::Tensor& t);
 
 #if NPU_EXT_OP_API_EXTENSION
 
+// nnopbase's thread-local memory context, called as torch_npu's own EXEC_NPU_CMD_V1 calls it (op-plugin's
+// op_api_common.h, 2.9 to 2.13: InitHugeMemThreadLocal(nullptr, false) before phase 1, ReleaseHugeMem(nullptr, false)
+// in the queued task, then UnInitHugeMemThreadLocal(nullptr, false) and UnInitPTACacheThreadLocal()), each function
+// looked up once. The exported InitExecCommonCtx / ReleaseExecCommonCtx / UnInitExecCommonCtx call the same
+// functions but look each one up by name (GetOpApiFuncAddr: a dlsym) at every call, about 900 host instructions each
+// (benchmarks/npu_host_cost.py).
+void mem_ctx_init();
+void mem_ctx_release();
+void mem_ctx_uninit();
+
 // Phase 1 on the calling thread; when it returns an executor, phase 2 is queued on torch_npu's task queue and
 // `report(status)` inside the queued task turns phase 2's status into what the task reports to the queue. A hit
 // of torch_npu's executor cache queues the cached executor's phase 2 (accepted before) without `report`. Returns
 // phase 1's status; `queued` says whether phase 2 was queued.
 //
-// The order is that release's EXEC_NPU_CMD_V1_EXT: the memory context, the stream, then the cache lookup (2.13:
-// after the deterministic level is applied; 2.7.1 to 2.12: before torch.use_deterministic_algorithms is applied
-// by SetExecConfig). One addition to torch_npu's hash on 2.13 and later: torch.use_deterministic_algorithms.
+// The order is torch_npu's own EXEC_NPU_CMD_V1's (2.9 to 2.13): the stream, the cache lookup, then on a miss only the
+// deterministic state (2.13: ApplyDeterministicLevel; 2.7.1 to 2.12: SetExecConfig) and the memory context. The
+// extension macro (EXEC_NPU_CMD_V1_EXT) opens the memory context first, and on 2.13 applies the level before the
+// lookup: a hit paid both (about 3.5k host instructions on the fake CANN) for a launch that uses neither
+// (benchmarks/npu_host_cost.py, docs/performance.md).
+// One addition to torch_npu's hash on 2.13 and later: torch.use_deterministic_algorithms.
 // torch_npu 2.13 hashes the deterministic LEVEL (c10_npu::GetDeterministicLevel), which that setting does not
 // change, while ApplyDeterministicLevel applies both; an executor made before torch.use_deterministic_algorithms
 // (True) would be answered after it, with the kernels phase 1 chose without determinism (tests/npu/test_npu_cache.py
@@ -148,26 +162,29 @@ at::Tensor base_format(const at::Tensor& t);
 template <typename Report, typename... Ts>
 int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued, Report report, Ts&... args) {
   queued = false;
-  InitExecCommonCtx();
-  ScopeGuard context([] { UnInitExecCommonCtx(); });
   aclrtStream acl_stream = GetAclStream();
 #if NPU_EXT_HIT_CACHE_LEVEL
   const uint32_t level = c10_npu::GetDeterministicLevel();
   const bool deterministic = at::globalContext().deterministicAlgorithms();
-  at_npu::native::ApplyDeterministicLevel(static_cast<int64_t>(level), deterministic, true);
   if (hit_cache_ext(acl_stream, name, run_fn, level, args..., deterministic)) {
-    context.disarm();  // as the macro: a hit returns here (ExecuteCachedOp ended the cache's thread state)
-    queued = true;
+    queued = true;  // a hit returns here (ExecuteCachedOp ended the cache's thread state)
     return 0;
   }
+  // Applied for phase 1, on a miss: as torch_npu's own operators (2.13: the level only hashed by hit_cache, nothing
+  // applied on a hit; 2.9 to 2.12: SetDeterministic after the lookup) and as SetExecConfig below. The extension
+  // macro applies it before the lookup, three runtime calls (aclrt(Ctx)SetSysParamOpt) on every hit.
+  at_npu::native::ApplyDeterministicLevel(static_cast<int64_t>(level), deterministic, true);
 #else
   if (hit_cache_ext(acl_stream, name, run_fn, args...)) {
-    context.disarm();
     queued = true;
     return 0;
   }
   SetExecConfig();  // torch.use_deterministic_algorithms
 #endif
+  // The memory context only on a miss, after the lookup, as torch_npu's own EXEC_NPU_CMD_V1 opens it (the extension
+  // macro opens it first and leaves it open on a hit).
+  mem_ctx_init();
+  ScopeGuard context([] { mem_ctx_uninit(); });
   uint64_t workspace_size = 0;
   uint64_t* workspace_size_addr = &workspace_size;
   aclOpExecutor* executor = nullptr;
@@ -183,14 +200,14 @@ int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued
     InitExecSubTheadCtx(acl_stream);
     const int ret = ExecuteApiFunc(run_fn, acl_stream, workspace_addr, workspace_size, executor);
     ReleaseConvertTypes(converted_params);
-    ReleaseExecCommonCtx();
+    mem_ctx_release();
     return report(ret);
   };
   converted.disarm();  // the queued task owns them now (RunAclCall copies acl_call first)
   made.disarm();
   RunAclCall(name, acl_call);
   queued = true;
-  return 0;  // `context` ends the memory context, as UnInitExecCommonCtx() after RunAclCall in the macro
+  return 0;  // `context` ends the memory context, as the macro after RunAclCall
 }
 
 #else  // torch_npu 2.6 (and 2.7.1, 2.7.1.post2): CANN's C API and OpCommand::RunOpApiV2
