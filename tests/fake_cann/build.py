@@ -22,8 +22,8 @@ starts (the dynamic loader reads it once): torch_npu's NEEDED libraries and its 
                        and the forward ops' operators modelled as the real kernels behave (backward.cpp,
                        forward.cpp; the backward ones are also what the aarch64 stand-in runs), and the operators
                        torch_npu's ATen kernels call, computed by CPU ATen (aten.cpp, aten_extra.cpp, the
-                       _foreach_* ones of torch.optim in foreach.cpp; it links libtorch_cpu), and the random ones
-                       (random.cpp)
+                       _foreach_* ones of torch.optim in foreach.cpp; it links libtorch_cpu), the random ones
+                       (random.cpp), and CANN's format cast aclnnNpuFormatCast (format_cast.cpp)
   libnnopbase.so       empty, depends on libopapi.so (torch_npu resolves aclDestroyAclOpExecutor there)
 
 `python build.py` (run by the Python of the venv with torch and torch_npu; neither is imported) builds (or reuses)
@@ -44,7 +44,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 OPAPI_SOURCES = ["nnopbase.cpp", "pta_cache.cpp", "backward.cpp", "forward.cpp", "aten.cpp", "aten_extra.cpp",
-                 "random.cpp", "foreach.cpp", "acl_op.cpp"]
+                 "random.cpp", "foreach.cpp", "acl_op.cpp", "format_cast.cpp"]
 THIN_RUNTIME = ["libhccl.so", "libacl_op_compiler.so", "libge_runner.so", "libgraph.so", "libacl_tdt_channel.so",
                 "libmsprofiler.so", "libruntime.so"]
 CXXFLAGS = ["-std=c++20", "-O1", "-fPIC", "-Wall", "-Wno-unused-parameter"]

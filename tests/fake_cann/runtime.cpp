@@ -7,6 +7,9 @@
 //   * one device (aclrtGetDeviceCount = 1); aclrtGetDevice answers 107002 (ACL_ERROR_RT_CONTEXT_NULL) until a
 //     device is set, as the real runtime does: torch_npu's init sequence branches on it;
 //   * the SoC name from $NPU_FAKE_SOC (default Ascend910B3, an Atlas A2), read by torch_npu once per process;
+//   * the CANN version from $NPU_FAKE_CANN_VERSION (default 8.5.0), what aclsysGetCANNVersion and aclsysGetVersionStr
+//     report for every package; torch_npu caches it per process (GetCANNInfo.cpp, GetCANNVersion). From 9.1.0 on,
+//     torch_npu 2.13 / 2.14 cast formats on an Atlas A2 / A3 with aclnnNpuFormatCast (opapi/format_cast.cpp);
 //   * jit compile "disable" (aclGetCompileopt), so torch_npu takes its aclnn routes, as on an Atlas A2;
 //   * device memory = aligned host memory; every copy and memset is synchronous (streams and events too: an
 //     event is complete as soon as it is recorded);
@@ -201,8 +204,17 @@ aclError aclGetCompileopt(aclCompileOpt, char* value, size_t length) {
   return kOk;
 }
 
+// $NPU_FAKE_CANN_VERSION, or 8.5.0: digits and dots, at most 3 parts (major.minor.release), a short string.
+const std::string& cann_version() {
+  static const std::string version = [] {
+    const char* env = std::getenv("NPU_FAKE_CANN_VERSION");
+    return std::string(env != nullptr && *env != '\0' && std::strlen(env) < 32 ? env : "8.5.0");
+  }();
+  return version;
+}
+
 aclError aclsysGetVersionStr(char*, char* version) {
-  std::strcpy(version, "8.5.0");
+  std::strcpy(version, cann_version().c_str());
   return kOk;
 }
 
@@ -212,10 +224,19 @@ aclError aclsysGetVersionStr(char*, char* version) {
 // declares it; elsewhere the weak stub stays.
 aclError aclsysGetCANNVersion(aclCANNPackageName, aclCANNPackageVersion* version) {
   std::memset(version, 0, sizeof(*version));
-  std::strcpy(version->version, "8.5.0");
-  std::strcpy(version->majorVersion, "8");
-  std::strcpy(version->minorVersion, "5");
-  std::strcpy(version->releaseVersion, "0");
+  const std::string& v = cann_version();
+  std::strncpy(version->version, v.c_str(), sizeof(version->version) - 1);
+  char* parts[3] = {version->majorVersion, version->minorVersion, version->releaseVersion};
+  const size_t sizes[3] = {sizeof(version->majorVersion), sizeof(version->minorVersion),
+                           sizeof(version->releaseVersion)};
+  size_t start = 0;
+  for (int i = 0; i < 3 && start <= v.size(); ++i) {
+    const size_t dot = v.find('.', start);
+    const std::string part = v.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::strncpy(parts[i], part.c_str(), sizes[i] - 1);
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
   return kOk;
 }
 #endif

@@ -72,8 +72,10 @@ void run(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view
   npu::run_op(
       api(), grad_output.device(),
       [&] {
-        at::Tensor g = grad_output.to(meta.grad_input.dtype);  // the same tensor when the dtype already matches
-        at::Tensor x = self.to(meta.grad_input.dtype);
+        // cast only where the dtype differs: a no-op .to() is still a dispatcher call on every launch (host cost)
+        const at::ScalarType dtype = meta.grad_input.dtype;
+        at::Tensor g = grad_output.scalar_type() == dtype ? grad_output : grad_output.to(dtype);
+        at::Tensor x = self.scalar_type() == dtype ? self : self.to(dtype);
         std::string mode = meta.approximate == GeluApproximate::Tanh ? "tanh" : "none";
         char* mode_arg = mode.data();  // aclnn takes a mutable host C string
         npu::launch(api(), g, x, mode_arg, out.target());
