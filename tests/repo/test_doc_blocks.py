@@ -8,8 +8,6 @@ import re
 
 import pytest
 
-pytest.importorskip("sybil")  # (make's .venv has it; the release runtimes, which never select these tests, do not)
-
 from doc_blocks import NOT_RUN_REASON, ROOT, all_blocks, classify, missing_lines
 
 # Not under the aarch64 emulation (tools/aarch64/run.sh selects -m 'not arch_independent'): no
