@@ -78,10 +78,11 @@ class OpLog(TorchDispatchMode):
 
 
 def own_stdout(text):
-    """A subprocess's stdout without what torch_npu prints into it as torch autoloads it: its CANN check's
-    "Warning: ASCEND_HOME_PATH environment variable is not set." ("Warning : ..." before 2.14) where CANN's
-    set_env.sh was not sourced, as under the fake CANN of the release stages (tools/versions.py)."""
+    """A subprocess's stdout without what others print into it: torch_npu's CANN check as torch autoloads it
+    ("Warning: ASCEND_HOME_PATH environment variable is not set." ("Warning : ..." before 2.14) where CANN's
+    set_env.sh was not sourced, as under the fake CANN of the release stages, tools/versions.py), and the gloo of
+    torch 2.9's connection lines ("[Gloo] Rank 0 is connected to 0 peer ranks. ...")."""
     import re
 
-    return "".join(line for line in text.splitlines(keepends=True)
-                   if not re.match(r"Warning ?: (ASCEND_HOME_PATH |CANN package version )", line))
+    others = r"Warning ?: (ASCEND_HOME_PATH |CANN package version )|\[Gloo\] Rank \d+ is connected"
+    return "".join(line for line in text.splitlines(keepends=True) if not re.match(others, line))
