@@ -62,25 +62,19 @@ def _decomposed(self, approximate="none"):
 @_check.declare("backward")
 def _backward_cases(dtype):
     d = _check.dtype_name(dtype)
-    out = []
-    for approximate in ("none", "tanh"):
-        out.append(Case(
-            f"gelu_backward_v2 approximate={approximate} {d}",
-            lambda gen, dt=dtype: (uniform(gen, (8, 37), -3, 3, dt), uniform(gen, (37, 8), -6, 6, dt)),
-            lambda g, xt, a=approximate: [("grad_input", _ops.gelu_backward_v2(g, xt.t(), a))]))  # x transposed
-    return out
+    return [Case(f"gelu_backward_v2 approximate={a} {d}",
+                 lambda gen, dt=dtype: (uniform(gen, (8, 37), -3, 3, dt), uniform(gen, (37, 8), -6, 6, dt)),
+                 lambda g, xt, a=a: [("grad_input", _ops.gelu_backward_v2(g, xt.t(), a))])  # x transposed
+            for a in ("none", "tanh")]
 
 
 @_check.declare("function")
 def _function_cases(dtype):
     d = _check.dtype_name(dtype)
-    out = []
-    for approximate in ("none", "tanh"):
-        out.append(Case(
-            f"torch_ext.gelu approximate={approximate} forward+backward {d}",
-            lambda gen, dt=dtype: (uniform(gen, (8, 37), -6, 6, dt),),
-            lambda x, a=approximate: _check.autograd(gelu, "input", x, approximate=a)))
-    return out
+    return [Case(f"torch_ext.gelu approximate={a} forward+backward {d}",
+                 lambda gen, dt=dtype: (uniform(gen, (8, 37), -6, 6, dt),),
+                 lambda x, a=a: _check.autograd(gelu, "input", x, approximate=a))
+            for a in ("none", "tanh")]
 
 
 @_check.declare("special")

@@ -19,6 +19,7 @@
 #include <torch/autograd.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
+#include <torch/library.h>
 
 #include "core/torch_compat.h"
 
@@ -43,6 +44,14 @@ c10::TypedOperatorHandle<Sig> find_op(const char* name) {
   inline const c10::TypedOperatorHandle<__VA_ARGS__>& fn() {                 \
     static const auto h = find_op<__VA_ARGS__>("npu_ext::" name);            \
     return h;                                                                \
+  }
+
+// NPU_EXT_AUTOGRAD(forward, backward): registers a family's two Autograd kernels, forward_autograd and
+// backward_autograd, for the ops npu_ext::forward and npu_ext::backward (the last lines of each autograd.cpp).
+#define NPU_EXT_AUTOGRAD(forward, backward)          \
+  TORCH_LIBRARY_IMPL(npu_ext, Autograd, m) {         \
+    m.impl(#forward, &forward##_autograd);           \
+    m.impl(#backward, &backward##_autograd);         \
   }
 
 // Calls f() below autograd (the op's backend kernel, through every key under ADInplaceOrView).

@@ -233,6 +233,21 @@ auto run_native(const AclnnApi& api, c10::Device device, Aclnn&& aclnn, Composit
   return composite();
 }
 
+// run_native for a forward op whose output is like its input `self` (sizes, dtype, device), on self's device:
+// launch(y) writes y with the aclnn kernel, called only when y has elements.
+template <typename Launch, typename Composite>
+at::Tensor run_elementwise(const AclnnApi& api, const at::Tensor& self, Launch&& launch, Composite&& composite) {
+  c10::OptionalDeviceGuard guard(self.device());
+  return run_native(
+      api, self.device(),
+      [&] {
+        at::Tensor y = at::empty(self.sizes(), self.options());
+        if (y.numel() != 0) launch(y);
+        return y;
+      },
+      composite);
+}
+
 // The causal mask (true above the diagonal: column > row) of shape [1, 1, s1, s2] as a bool tensor on `device`,
 // built once per device and shape and kept (aclnnScaledMaskedSoftmax(Backward) reject fixTriuMask=true).
 const at::Tensor& causal_mask(c10::Device device, int64_t s1, int64_t s2);

@@ -10,7 +10,6 @@
 //   zero.
 #include <ATen/OpMathType.h>
 #include <ATen/TensorSubclassLikeUtils.h>
-#include <torch/library.h>
 
 #include <cmath>
 #include <limits>
@@ -21,8 +20,7 @@
 #include "core/autograd.h"
 #include "ops/gelu/checks.h"
 
-namespace npu_ext {
-namespace autograd {
+namespace npu_ext::autograd {
 namespace {
 
 // The family's ops (their default overloads), looked up once.
@@ -114,11 +112,7 @@ at::Tensor gelu_backward_v2_autograd(const at::Tensor& g, const at::Tensor& x, c
 }
 
 }  // namespace
-}  // namespace autograd
 
-TORCH_LIBRARY_IMPL(npu_ext, Autograd, m) {
-  m.impl("gelu", &autograd::gelu_autograd);
-  m.impl("gelu_backward_v2", &autograd::gelu_backward_v2_autograd);
-}
+NPU_EXT_AUTOGRAD(gelu, gelu_backward_v2)
 
-}  // namespace npu_ext
+}  // namespace npu_ext::autograd

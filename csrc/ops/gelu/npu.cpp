@@ -42,15 +42,11 @@ at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
                             (self.scalar_type() != at::kBFloat16 || npu::soc_supports(npu::SocNeed::A2A3Ascend950));
   auto composite = [&] { return composite::gelu(self, approximate); };
   if (!takes_kernel) return composite();
-  c10::OptionalDeviceGuard guard(self.device());
-  return npu::run_native(
-      api(), self.device(),
-      [&] {
-        at::Tensor y = at::empty(self.sizes(), self.options());
-        if (y.numel() == 0) return y;
+  return npu::run_elementwise(
+      api(), self,
+      [&](const at::Tensor& y) {
         int64_t approximate_arg = tanh_form ? 1 : 0;
         npu::launch(api(), self, approximate_arg, y);
-        return y;
       },
       composite);
 }

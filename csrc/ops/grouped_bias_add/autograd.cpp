@@ -10,7 +10,6 @@
 //   zero.
 #include <ATen/OpMathType.h>
 #include <ATen/TensorSubclassLikeUtils.h>
-#include <torch/library.h>
 
 #include <cmath>
 #include <limits>
@@ -21,8 +20,7 @@
 #include "core/autograd.h"
 #include "ops/grouped_bias_add/checks.h"
 
-namespace npu_ext {
-namespace autograd {
+namespace npu_ext::autograd {
 namespace {
 
 // The family's ops (their default overloads), looked up once.
@@ -123,7 +121,7 @@ struct GroupedBiasAddBackward : public Node {
   }
 };
 
-at::Tensor gba_autograd(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
+at::Tensor grouped_bias_add_autograd(const at::Tensor& x, const at::Tensor& bias, const c10::optional<at::Tensor>& group_idx,
                         int64_t group_idx_type, const c10::optional<at::Tensor>& probs) {
   at::Tensor result = below_autograd([&] { return gba_op().call(x, bias, group_idx, group_idx_type, probs); });
   const bool has_probs = probs.has_value() && probs->defined();
@@ -168,7 +166,7 @@ struct GroupedBiasAddGradBackward : public Node {
   }
 };
 
-at::Tensor gba_grad_autograd(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx,
+at::Tensor grouped_bias_add_grad_autograd(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx,
                              int64_t group_idx_type) {
   at::Tensor result = below_autograd([&] { return gba_grad_op().call(grad_y, group_idx, group_idx_type); });
   if (recording() && needs_grad(grad_y)) {
@@ -183,11 +181,7 @@ at::Tensor gba_grad_autograd(const at::Tensor& grad_y, const c10::optional<at::T
 }
 
 }  // namespace
-}  // namespace autograd
 
-TORCH_LIBRARY_IMPL(npu_ext, Autograd, m) {
-  m.impl("grouped_bias_add", &autograd::gba_autograd);
-  m.impl("grouped_bias_add_grad", &autograd::gba_grad_autograd);
-}
+NPU_EXT_AUTOGRAD(grouped_bias_add, grouped_bias_add_grad)
 
-}  // namespace npu_ext
+}  // namespace npu_ext::autograd

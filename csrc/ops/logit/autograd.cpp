@@ -10,7 +10,6 @@
 //   zero.
 #include <ATen/OpMathType.h>
 #include <ATen/TensorSubclassLikeUtils.h>
-#include <torch/library.h>
 
 #include <cmath>
 #include <limits>
@@ -21,8 +20,7 @@
 #include "core/autograd.h"
 #include "ops/logit/checks.h"
 
-namespace npu_ext {
-namespace autograd {
+namespace npu_ext::autograd {
 namespace {
 
 // The family's ops (their default overloads), looked up once.
@@ -102,11 +100,7 @@ at::Tensor logit_grad_autograd(const at::Tensor& x, const at::Tensor& dy, double
 }
 
 }  // namespace
-}  // namespace autograd
 
-TORCH_LIBRARY_IMPL(npu_ext, Autograd, m) {
-  m.impl("logit", &autograd::logit_autograd);
-  m.impl("logit_grad", &autograd::logit_grad_autograd);
-}
+NPU_EXT_AUTOGRAD(logit, logit_grad)
 
-}  // namespace npu_ext
+}  // namespace npu_ext::autograd

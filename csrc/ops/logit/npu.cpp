@@ -30,15 +30,11 @@ NPU_EXT_ACLNN(api, kOp, aclnnLogit, A2A3Ascend950, Composite, zeros({16}), -1.0,
 at::Tensor logit(const at::Tensor& self, c10::optional<double> eps) {
   check_logit(self);
   check_npu_float(kOp, "self", self);
-  c10::OptionalDeviceGuard guard(self.device());
-  return npu::run_native(
-      api(), self.device(),
-      [&] {
-        at::Tensor y = at::empty(self.sizes(), self.options());
-        if (y.numel() == 0) return y;
+  return npu::run_elementwise(
+      api(), self,
+      [&](const at::Tensor& y) {
         double eps_arg = eps.value_or(-1.0);  // op-plugin passes the same for eps=None
         npu::launch(api(), self, eps_arg, y);
-        return y;
       },
       [&] { return composite::logit(self, eps); });
 }

@@ -10,7 +10,6 @@
 //   zero.
 #include <ATen/OpMathType.h>
 #include <ATen/TensorSubclassLikeUtils.h>
-#include <torch/library.h>
 
 #include <cmath>
 #include <limits>
@@ -21,8 +20,7 @@
 #include "core/autograd.h"
 #include "ops/prelu/checks.h"
 
-namespace npu_ext {
-namespace autograd {
+namespace npu_ext::autograd {
 namespace {
 
 // The family's ops (their default overloads), looked up once.
@@ -131,11 +129,7 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward_autograd(const at::Tensor& g, 
 }
 
 }  // namespace
-}  // namespace autograd
 
-TORCH_LIBRARY_IMPL(npu_ext, Autograd, m) {
-  m.impl("prelu", &autograd::prelu_autograd);
-  m.impl("prelu_backward", &autograd::prelu_backward_autograd);
-}
+NPU_EXT_AUTOGRAD(prelu, prelu_backward)
 
-}  // namespace npu_ext
+}  // namespace npu_ext::autograd

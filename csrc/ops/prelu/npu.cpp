@@ -35,16 +35,13 @@ at::Tensor prelu(const at::Tensor& self, const at::Tensor& weight) {
   check_npu_float(kOp, "self", self);
   auto composite = [&] { return composite::prelu(self, weight); };
   if (self.scalar_type() == at::kBFloat16 && !npu::soc_supports(npu::SocNeed::A2A3Ascend950)) return composite();
-  c10::OptionalDeviceGuard guard(self.device());
-  return npu::run_native(
-      api(), self.device(),
-      [&] {
-        at::Tensor y = at::empty(self.sizes(), self.options());
-        if (y.numel() == 0 || weight.numel() == 0) return y;
+  return npu::run_elementwise(
+      api(), self,
+      [&](const at::Tensor& y) {
+        if (weight.numel() == 0) return;
         at::Tensor x_arg = self.dim() == 0 ? self.view({1}) : self;
         at::Tensor y_arg = self.dim() == 0 ? y.view({1}) : y;
         npu::launch(api(), x_arg, weight, y_arg);
-        return y;
       },
       composite);
 }

@@ -10,7 +10,6 @@
 //   zero.
 #include <ATen/OpMathType.h>
 #include <ATen/TensorSubclassLikeUtils.h>
-#include <torch/library.h>
 
 #include <cmath>
 #include <limits>
@@ -21,8 +20,7 @@
 #include "core/autograd.h"
 #include "ops/scaled_masked_softmax/checks.h"
 
-namespace npu_ext {
-namespace autograd {
+namespace npu_ext::autograd {
 namespace {
 
 // The family's ops (their default overloads), looked up once.
@@ -52,7 +50,7 @@ struct ScaledMaskedSoftmaxBackward : public Node {
 
 // fully_masked="zero" needs nothing of its own here: a zero row of y gets a zero gradient from the backward op
 // (scale * (g - sum(g * y)) * y), which is the exact derivative there (y does not depend on x in that row).
-at::Tensor sms_autograd(const at::Tensor& x, const at::Tensor& mask, double scale, bool fix_triu_mask,
+at::Tensor scaled_masked_softmax_autograd(const at::Tensor& x, const at::Tensor& mask, double scale, bool fix_triu_mask,
                         c10::string_view fully_masked) {
   at::Tensor result = below_autograd([&] { return sms_op().call(x, mask, scale, fix_triu_mask, fully_masked); });
   if (recording() && needs_grad(x)) {
@@ -99,7 +97,7 @@ struct ScaledMaskedSoftmaxBackwardBackward : public Node {
   }
 };
 
-at::Tensor sms_backward_autograd(const at::Tensor& g, const at::Tensor& y, const at::Tensor& mask, double scale,
+at::Tensor scaled_masked_softmax_backward_autograd(const at::Tensor& g, const at::Tensor& y, const at::Tensor& mask, double scale,
                                  bool fix_triu_mask) {
   at::Tensor result = below_autograd([&] { return sms_bwd_op().call(g, y, mask, scale, fix_triu_mask); });
   if (recording() && (needs_grad(g) || needs_grad(y))) {
@@ -114,11 +112,7 @@ at::Tensor sms_backward_autograd(const at::Tensor& g, const at::Tensor& y, const
 }
 
 }  // namespace
-}  // namespace autograd
 
-TORCH_LIBRARY_IMPL(npu_ext, Autograd, m) {
-  m.impl("scaled_masked_softmax", &autograd::sms_autograd);
-  m.impl("scaled_masked_softmax_backward", &autograd::sms_backward_autograd);
-}
+NPU_EXT_AUTOGRAD(scaled_masked_softmax, scaled_masked_softmax_backward)
 
-}  // namespace npu_ext
+}  // namespace npu_ext::autograd
