@@ -1,5 +1,5 @@
-"""Subprocesses of the tests: Python workers of tests/support started with the test support modules (and, asked, the
-examples) importable, and a free localhost port for their process groups."""
+"""Subprocesses of the tests: Python workers of tests/support started with the test support modules importable, and
+a free localhost port for their process groups."""
 
 import os
 import socket
@@ -15,18 +15,18 @@ def free_port():
         return s.getsockname()[1]
 
 
-def env(examples=False, base=None, **extra):
-    """`base` (default os.environ) with PYTHONPATH led by tests/support (and examples/), plus `extra`."""
+def env(base=None, **extra):
+    """`base` (default os.environ) with PYTHONPATH led by tests/support, plus `extra`."""
     base = dict(os.environ if base is None else base)
-    base["PYTHONPATH"] = paths.pythonpath(*([paths.EXAMPLES] if examples else []), env=base)
+    base["PYTHONPATH"] = paths.pythonpath(env=base)
     base.update(extra)
     return base
 
 
-def worker(name, *args, examples=False, env_extra=None, **popen):
+def worker(name, *args, env_extra=None, **popen):
     """tests/support/<name> started with this Python and `args` (Popen; stdout and stderr piped together unless
     given)."""
     popen.setdefault("stdout", subprocess.PIPE)
     popen.setdefault("stderr", subprocess.STDOUT)
     return subprocess.Popen([sys.executable, paths.worker(name), *map(str, args)], text=True,
-                            env=env(examples, **(env_extra or {})), **popen)
+                            env=env(**(env_extra or {})), **popen)
