@@ -60,16 +60,18 @@ build: $(VENV)/.stamp-build
 
 # The tests: the whole suite natively, then the NPU path inside the real runtime of the default torch_npu (test-npu
 # below, which also builds every NPU source against that torch_npu's headers).
-# The whole suite runs once per CPU kernel variant this machine can run: first as the process picks it (the
-# best one), then with each lower variant forced through ATEN_CPU_CAPABILITY (x86-64: avx2, default; other
-# architectures build the DEFAULT variant alone). tools/cpu_variants.py lists them. Each pass spreads the tests
+# The suite runs once per CPU kernel variant this machine can run: first whole, as the process picks it (the best
+# one), then with each lower variant forced through ATEN_CPU_CAPABILITY (x86-64: avx2, default; other
+# architectures build the DEFAULT variant alone) but for the tests marked arch_independent (no architecture-specific
+# code of the package: what they call runs through the kernels the other tests hold in every variant, as under the
+# aarch64 emulation). tools/cpu_variants.py lists the variants. Each pass spreads the tests
 # over TEST_WORKERS processes (pytest-xdist, default: one per core; TEST_WORKERS=0 runs them in this process).
 TEST_WORKERS ?= $(shell nproc)
 test: build
 	$(PY) -m pytest tests -q -n $(TEST_WORKERS)
 	@for cap in $$($(PY) tools/cpu_variants.py --lower); do \
-	  echo "== the whole suite again with ATEN_CPU_CAPABILITY=$$cap"; \
-	  ATEN_CPU_CAPABILITY=$$cap $(PY) -m pytest tests -q -n $(TEST_WORKERS) || exit 1; \
+	  echo "== the suite again with ATEN_CPU_CAPABILITY=$$cap, but for the tests marked arch_independent"; \
+	  ATEN_CPU_CAPABILITY=$$cap $(PY) -m pytest tests -q -n $(TEST_WORKERS) -m "not arch_independent" || exit 1; \
 	done
 	$(MAKE) test-npu TORCH_NPU=$(DEFAULT_TORCH_NPU)
 

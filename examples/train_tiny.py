@@ -6,7 +6,7 @@ from the same weights: one runs the plain-PyTorch modules/functions, the other i
 ``torch_ext.nn.convert(model)`` plus ``use_torch_ext=True`` (the one-line change a training script needs).
 Both train with the same data and optimizer; the losses must agree at every step (exit status 1 otherwise).
 
-    python examples/train_tiny.py --steps 200            # fp32 on the CPU
+    python examples/train_tiny.py --steps 50             # fp32 on the CPU
     python examples/train_tiny.py --steps 50 --compile   # the torch_ext model under torch.compile
     python examples/train_tiny.py --steps 50 --device npu   # both models on an Ascend NPU (torch_npu)
 """
