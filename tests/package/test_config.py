@@ -57,6 +57,8 @@ def test_python_m_torch_ext_prints_it(tmp_path):
 
 # ---------------------------------------------------------------------------------------------------------------
 # python -m torch_ext --check without an NPU.
+@pytest.mark.subprocess
+@pytest.mark.arch_independent  # the report's opening and the exit status only (a python under emulation: a minute)
 def test_check_without_an_npu_exits_2(tmp_path):
     if importlib.util.find_spec("torch_npu") is None:  # this venv: the natural reason
         env, reason = {k: v for k, v in os.environ.items() if k != "NPU_EXT_LOAD_NPU"}, "torch_npu is not installed"
