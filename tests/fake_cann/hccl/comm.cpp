@@ -155,7 +155,9 @@ Comm* init(uint32_t nranks, const char* root_info, uint32_t rank, HcclResult* re
   c->rank = rank;
   c->nranks = nranks;
   c->timeout_s = exec_timeout();
-  uint64_t slot = env_bytes("FAKE_HCCL_SLOT_BYTES", 256 << 10), channel = env_bytes("FAKE_HCCL_CHANNEL_BYTES", 64 << 10);
+  // every rank the same sizes (the same environment); a slot holds at least one 16-byte element per rank
+  uint64_t slot = std::max<uint64_t>(env_bytes("NPU_FAKE_HCCL_SLOT_BYTES", 256 << 10), 16 * MAX_RANKS);
+  uint64_t channel = std::max<uint64_t>(env_bytes("NPU_FAKE_HCCL_CHANNEL_BYTES", 64 << 10), 16);
   c->map_bytes = sizeof(Header) + nranks * slot + (uint64_t)nranks * nranks * channel;
   std::string path = "/" + c->name;
   int fd = shm_open(path.c_str(), O_RDWR | O_CREAT, 0600);
