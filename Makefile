@@ -18,7 +18,7 @@ PIP := $(PY) -m pip
 SOURCES := setup.py torch_ext/releases.json $(shell find csrc torch_ext -name '*.cpp' -o -name '*.h' -o -name '*.py' \
 	2>/dev/null)
 
-.PHONY: all venv build test test-docs bench bench-full clean npu-check test-npu npu-build test-asan test-aarch64 build-aarch64 \
+.PHONY: all venv build test test-docs bench bench-full clean npu-check test-npu npu-build test-ranks test-asan test-aarch64 build-aarch64 \
 	test-versions test-mindspeed
 
 # Compiles go through ccache when it is there (Debian's package; `make venv` installs it when run as root):
@@ -145,6 +145,17 @@ else
 test-npu: venv
 	$(PYTHON) tools/versions.py run $(TORCH_NPU) --tests $(NPU_TESTS)
 endif
+
+# Across ranks: torch.distributed between processes on the npu device over the fake CANN's HCCL (tests/ranks,
+# docs/testing.md), in the runtime of make test-npu: every operation x dtype on 2 and 4 ranks for TASK_QUEUE_ENABLE
+# unset, 0, 1 and 2, a killed rank, /dev/shm, PER_STREAM_QUEUE=1. RANKS_SELECT=2ranks-tqdefault runs the subset
+# for CI (2 ranks, the default task queue); RANKS_SELECT is pytest's -k.
+RANKS_SELECT ?=
+test-ranks: npu-build
+	fake_lib=$$($(NPU_PY) tests/fake_cann/build.py | tail -n 1) && \
+	cd $(NPU_BUILD) && LD_LIBRARY_PATH=$$fake_lib PYTHONPATH=$(CURDIR)/$(NPU_BUILD)/lib:$(CURDIR) NPU_EXT_EXPECT_NPU=1 \
+	  $(CURDIR)/$(NPU_PY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) -c $(CURDIR)/pyproject.toml -m ranks \
+	  $(if $(RANKS_SELECT),-k "$(RANKS_SELECT)") $(CURDIR)/tests/ranks
 
 # Every torch / torch_npu release of the supported range (the release table), each in its own venv and
 # runtime: the tests marked npu or release against the package installed with README's Ascend command; one line per

@@ -9,7 +9,8 @@ import torch_ext  # noqa: F401  (registers torch.ops.npu_ext)
 # Every test lives in a folder named for what it tests, and carries that folder's marker (pyproject.toml registers
 # them): the Makefile, tools/versions.py, tools/aarch64/run.sh and .ci/run select tests by marker (-m), never by file.
 FOLDER_MARKERS = {"ops": "ops", "training": "training", "npu": "npu", "integrations": "integrations",
-                  "package": "package", "repo": "repo", "docs": "docs"}
+                  "package": "package", "repo": "repo", "docs": "docs",
+                  "ranks": "ranks"}
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -11,7 +11,9 @@ starts (the dynamic loader reads it once): torch_npu's NEEDED libraries and its 
                        links or looks up, and for every symbol torchair's core/*.so link that nothing defines (GE's
                        C++ API, mangled names as C identifiers; data symbols as zero-filled weak objects): that
                        release's symbol list, derived from its wheel by regen_symbols.py (symbols.txt)
-  libhccl.so, libacl_op_compiler.so, libge_runner.so, libgraph.so, libacl_tdt_channel.so, libmsprofiler.so,
+  libhccl.so, libhcomm.so  the fake HCCL (hccl/): communicators over POSIX shared memory between the processes of one
+                       host (docs/testing.md); libhcomm.so is empty and depends on libhccl.so
+  libacl_op_compiler.so, libge_runner.so, libgraph.so, libacl_tdt_channel.so, libmsprofiler.so,
   libruntime.so, and every other CANN library torch_npu's or torchair's objects name as NEEDED (derived from the
   wheel: libfmk_parser.so, libascend_protobuf.so, ...)
                        empty libraries with those SONAMEs that depend on libascendcl.so, so a symbol looked up
@@ -45,7 +47,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 OPAPI_SOURCES = ["nnopbase.cpp", "pta_cache.cpp", "backward.cpp", "forward.cpp", "aten.cpp", "aten_extra.cpp",
                  "random.cpp", "foreach.cpp", "acl_op.cpp", "format_cast.cpp"]
-THIN_RUNTIME = ["libhccl.so", "libacl_op_compiler.so", "libge_runner.so", "libgraph.so", "libacl_tdt_channel.so",
+HCCL_SOURCES = ["comm.cpp", "reduce.cpp", "api.cpp"]
+THIN_RUNTIME = ["libacl_op_compiler.so", "libge_runner.so", "libgraph.so", "libacl_tdt_channel.so",
                 "libmsprofiler.so", "libruntime.so"]
 CXXFLAGS = ["-std=c++20", "-O1", "-fPIC", "-Wall", "-Wno-unused-parameter"]
 
@@ -58,6 +61,7 @@ def _sources():
     paths = [os.path.join(HERE, n) for n in ("runtime.cpp", "regen_symbols.py", "build.py", "alloc_config_shim.cpp",
                                              "acl_op_desc.h", "securec.c")]
     paths += [os.path.join(HERE, "opapi", n) for n in OPAPI_SOURCES]
+    paths += [os.path.join(HERE, "hccl", n) for n in HCCL_SOURCES + ["comm.h", "fake_hccl.h"]]
     paths += sorted(glob.glob(os.path.join(HERE, "opapi", "*.h")))  # every header: a new one is in the hash too
     return paths
 
@@ -121,7 +125,8 @@ def build():
     site = os.path.dirname(_package_dir("torch_npu"))
     names, _, _ = regen_symbols.symbols(site)
     cann_libraries, functions, data = regen_symbols.linked_route(site, torch_dir)  # the torchair route's
-    names = sorted((set(names) | set(functions)) - set(data))
+    hccl_names = _hccl(obj, lib, cxxflags)
+    names = sorted((set(names) | set(functions)) - set(data) - hccl_names)  # libhccl.so's own win
     with open(os.path.join(out, "symbols.txt"), "w") as f:
         f.writelines(f"{n}\n" for n in names)
         f.writelines(f"{n} data {size}\n" for n, (size, _) in sorted(data.items()))
@@ -139,7 +144,8 @@ def build():
     empty = os.path.join(obj, "empty.c")
     with open(empty, "w") as f:
         f.write("/* a fake CANN library: its symbols come from the library it depends on */\n")
-    thin = sorted((set(THIN_RUNTIME) | set(cann_libraries)) - {"libascendcl.so", "libopapi.so", "libnnopbase.so"})
+    thin = sorted((set(THIN_RUNTIME) | set(cann_libraries)) - {"libascendcl.so", "libopapi.so", "libnnopbase.so",
+                                                                "libhccl.so", "libhcomm.so"})
     for name in thin:
         _run(["gcc", "-shared", "-fPIC", "-o", os.path.join(lib, name), f"-Wl,-soname,{name}", empty,
               "-Wl,--no-as-needed", f"-L{lib}", "-lascendcl", rpath])
@@ -159,6 +165,24 @@ def build():
     with open(os.path.join(out, ".done"), "w") as f:
         f.write(" ".join(objects))
     return lib
+
+
+def _hccl(obj, lib, cxxflags):
+    """libhccl.so, the fake HCCL (hccl/: communicators over POSIX shared memory between the processes of one host),
+    and libhcomm.so, empty over it (torch_npu looks HcclGroupStart / HcclGroupEnd up there). Neither depends on
+    libascendcl.so, so a name torch_npu looks up in them that the fake does not define is not found (torch_npu then
+    takes its fallback) rather than found as a stub returning 0. Returns the names libhccl.so defines."""
+    objects = []
+    for src in HCCL_SOURCES:
+        o = os.path.join(obj, "hccl_" + src.replace(".cpp", ".o"))
+        _run(_cxx() + cxxflags + ["-c", os.path.join(HERE, "hccl", src), "-o", o])
+        objects.append(o)
+    hccl = os.path.join(lib, "libhccl.so")
+    _run(_cxx() + ["-shared", "-o", hccl, "-Wl,-soname,libhccl.so"] + objects + ["-lrt", "-pthread"])
+    _run(["gcc", "-shared", "-fPIC", "-o", os.path.join(lib, "libhcomm.so"), "-Wl,-soname,libhcomm.so",
+          "-xc", "/dev/null", "-Wl,--no-as-needed", f"-L{lib}", "-lhccl", "-Wl,-rpath,$ORIGIN"])
+    defined = subprocess.run(["nm", "-D", "--defined-only", hccl], check=True, capture_output=True, text=True).stdout
+    return {line.split()[-1] for line in defined.splitlines() if line.split()[-1].startswith("Hccl")}
 
 
 def _stub(symbol, size=None, tls=False):

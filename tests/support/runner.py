@@ -23,10 +23,10 @@ def env(base=None, **extra):
     return base
 
 
-def worker(name, *args, env_extra=None, **popen):
+def worker(name, *args, env_extra=None, base=None, **popen):
     """tests/support/<name> started with this Python and `args` (Popen; stdout and stderr piped together unless
-    given)."""
+    given), in `base` (default os.environ) with env_extra."""
     popen.setdefault("stdout", subprocess.PIPE)
     popen.setdefault("stderr", subprocess.STDOUT)
     return subprocess.Popen([sys.executable, paths.worker(name), *map(str, args)], text=True,
-                            env=env(**(env_extra or {})), **popen)
+                            env=env(base, **(env_extra or {})), **popen)

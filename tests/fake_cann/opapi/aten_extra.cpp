@@ -27,6 +27,10 @@
 //   aclnnBinaryCrossEntropyWithLogitsBackward(gradOutput, self, target, weight, posWeight, int64 reduction, out)
 //       npu_binary_cross_entropy_with_logits_backward, which op_plugin/config/derivatives.yaml binds to
 //       binary_cross_entropy_with_logits.
+//   aclnnConstantPadNd(self, aclIntArray pad, aclScalar value, out)                ConstantPadNdKernelNpuOpApi.cpp
+//       pad as torch's: (before, after) pairs from the last dimension; a negative one crops. ProcessGroupHCCL pads a
+//       list all_gather's tensor to a multiple of 512 bytes with it (byte_alignment); without it torch_npu falls to
+//       acl_op Fill, which the fake refuses.
 // Except aclnnSort, op-plugin reaches each through DO_COMPATIBILITY: without it an Atlas A2 / A3 takes the acl_op
 // route (Cumsum, ScatterElements, SigmoidGrad, GeluGrad, ...), which the fake refuses.
 #include <ATen/ATen.h>
@@ -85,6 +89,8 @@ FAKE_OP(InplaceScatter, (aclTensor* self, int64_t dim, const aclTensor* index, c
     T(self).scatter_(dim, T(index), T(src), reduction == 1 ? "add" : "multiply");
   }
 })
+FAKE_OP(ConstantPadNd, (const aclTensor* self, const aclIntArray* pad, const aclScalar* value, aclTensor* out, WS),
+        W(out, at::constant_pad_nd(T(self), A(pad), S(value))))
 FAKE_OP(GeluBackward, (const aclTensor* gradOutput, const aclTensor* self, aclTensor* gradInput, WS),
         W(gradInput, at::gelu_backward(T(gradOutput).to(at::kFloat), T(self).to(at::kFloat), "tanh")))
 FAKE_OP(SigmoidBackward, (const aclTensor* gradOutput, const aclTensor* output, aclTensor* gradInput, WS),
