@@ -28,8 +28,8 @@ pytestmark = SKIP
 
 
 def test_every_op_has_privateuse1_kernels(backend):
-    for name in ["gelu_backward_v2", "prelu_backward", "grouped_bias_add_grad", "scaled_masked_softmax_backward",
-                 "logit_grad"]:
+    assert len(samples.OPS) >= 5
+    for name in samples.OPS:
         for overload in ["", ".out"]:
             assert torch._C._dispatch_has_kernel_for_dispatch_key(f"npu_ext::{name}{overload}", "PrivateUse1")
 

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from torch_ext.testing import oracle  # noqa: E402  (tests/ is sys.path[0])
-from torch_ext.testing import tolerances
+from torch_ext.testing import samples, tolerances
 import torch_ext  # noqa: F401
 from helpers import bits, on_1_and_2_threads  # noqa: E402
 
@@ -97,10 +97,23 @@ def problems(dtype):
     return out
 
 
+def sample_problems(dtype):
+    """Every backward op of the sample table in each of its variants (an op added to the table is checked here
+    without an edit), against its oracle. torch's random numbers make the inputs, which may differ between variants:
+    these are not saved for the comparison between variants."""
+    out = {}
+    for info in samples.OPS.values():
+        for variant in info.variants:
+            args, kwargs = info.make(dtype, "test", variant, samples.generator(0))
+            out[f"sample {info.name} {variant}"] = (lambda info=info, a=args, k=kwargs: info.run(a, k),
+                                                    info.oracle(args, kwargs))
+    return out
+
+
 def main(path):
     saved = {"capability": ops._cpu_capability()}
     for dtype in (torch.float32, torch.bfloat16, torch.float16):
-        for name, (fn, ref) in problems(dtype).items():
+        for name, (fn, ref) in [*problems(dtype).items(), *sample_problems(dtype).items()]:
             one, two = on_1_and_2_threads(fn)
             ref = ref if isinstance(ref, tuple) else (ref,)
             for k, (a, b, r) in enumerate(zip(one, two, ref)):
@@ -108,7 +121,8 @@ def main(path):
                 assert torch.equal(bits(a), bits(b)), \
                     f"{name}[{k}] {dtype}: 1 and 2 threads differ"
                 tolerances.assert_accurate(a, r, dtype, f"{name}[{k}] {dtype}")
-                saved[f"{name}[{k}] {dtype}"] = a
+                if not name.startswith("sample "):
+                    saved[f"{name}[{k}] {dtype}"] = a
     torch.save(saved, path)
     print(saved["capability"])
 

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.arch_independent
 ops = torch.ops.npu_ext
 f64 = torch.float64
 DECOMPS = ta.decompositions()
-FORWARD_OPS = ("gelu", "prelu", "logit", "scaled_masked_softmax", "grouped_bias_add")
+FORWARD_OPS = tuple(info.forward for info in samples.OPS.values())  # each backward op's forward op
 
 
 class Traced:
