@@ -19,6 +19,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -79,6 +81,9 @@ inline void count(const std::string& name, int n = 1) {
   std::lock_guard<std::mutex> lock(g_mu);
   g_calls[name] += n;
 }
+
+// The calling thread's kernel id (what Python's threading.get_native_id() answers), for the per-thread counters.
+inline long thread_id() { return static_cast<long>(syscall(SYS_gettid)); }
 
 // Records a rejection reason and returns the status (OP_LOGE + return in aclnn).
 inline int reject(int status, const std::string& why) {
@@ -372,6 +377,7 @@ inline int finish_phase1(Executor* e, uint64_t* workspace_size, aclOpExecutor** 
                          std::initializer_list<const aclTensor*> io = {}) {
   *workspace_size = e->workspace_size;
   *executor = reinterpret_cast<aclOpExecutor*>(e);
+  count("phase 1 thread " + std::to_string(thread_id()));  // where phase 1 ran (the caller's or the queue's)
   e->deterministic = deterministic_option();
   if (g_cache_phase1 != nullptr && io.size() > 0) g_cache_phase1(e, std::vector<const aclTensor*>(io));
   return kSuccess;
@@ -398,6 +404,7 @@ inline int phase2(const char* name, void* workspace, uint64_t workspace_size, ac
     launched(e);
     return reject(kInner, std::string(name) + ": launch failed, no kernel binary.");
   }
+  count("launch thread " + std::to_string(thread_id()));
   if (!e->empty) count("kernels", 1 + e->internal_copies);  // the device kernels this call launched
   if (e->deterministic) count(std::string("deterministic launch ") + name);
   const int ret = g_cache_run != nullptr ? g_cache_run(e, workspace) : e->run(workspace);
