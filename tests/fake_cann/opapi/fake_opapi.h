@@ -334,17 +334,24 @@ struct Executor {
   std::shared_ptr<CacheEntry> cache;
   std::vector<void*> addresses;
   bool deterministic = false;  // ACL_OPT_DETERMINISTIC when phase 1 made it (the kernels it chose)
+  std::string options;          // "deterministic <v> strong consistency <v>": both options' values then
 };
 
 // The context's ACL_OPT_DETERMINISTIC (aclrtCtxSetSysParamOpt), read from the fake runtime when it is loaded
 // (false under the aarch64 stand-in, which has none).
-inline bool deterministic_option() {
+inline int64_t sys_param(int opt) {
   using Get = int64_t (*)(int);
   static const Get get = [] {
     void* rt = dlopen("libascendcl.so", RTLD_NOW | RTLD_NOLOAD);
     return rt != nullptr ? reinterpret_cast<Get>(dlsym(rt, "fake_cann_sys_param")) : nullptr;
   }();
-  return get != nullptr && get(0) != 0;
+  return get != nullptr ? get(opt) : 0;
+}
+inline bool deterministic_option() { return sys_param(0) != 0; }
+// ACL_OPT_DETERMINISTIC (0) and ACL_OPT_STRONG_CONSISTENCY (2), what torch_npu's deterministic levels set (2.13:
+// level 2 sets the second on a CANN before 9.3, the first to the level from then on): the kernels phase 1 chose.
+inline std::string options_now() {
+  return "deterministic " + std::to_string(sys_param(0)) + " strong consistency " + std::to_string(sys_param(2));
 }
 
 // The executor cache's hooks (set by pta_cache.cpp when it is linked in; the aarch64 stand-in has none).
@@ -379,6 +386,7 @@ inline int finish_phase1(Executor* e, uint64_t* workspace_size, aclOpExecutor** 
   *executor = reinterpret_cast<aclOpExecutor*>(e);
   count("phase 1 thread " + std::to_string(thread_id()));  // where phase 1 ran (the caller's or the queue's)
   e->deterministic = deterministic_option();
+  e->options = options_now();
   if (g_cache_phase1 != nullptr && io.size() > 0) g_cache_phase1(e, std::vector<const aclTensor*>(io));
   return kSuccess;
 }
@@ -407,6 +415,7 @@ inline int phase2(const char* name, void* workspace, uint64_t workspace_size, ac
   count("launch thread " + std::to_string(thread_id()));
   if (!e->empty) count("kernels", 1 + e->internal_copies);  // the device kernels this call launched
   if (e->deterministic) count(std::string("deterministic launch ") + name);
+  count(std::string("launch ") + name + " made with " + e->options);  // the options of the phase 1 that made it
   const int ret = g_cache_run != nullptr ? g_cache_run(e, workspace) : e->run(workspace);
   launched(e);
   return ret;
