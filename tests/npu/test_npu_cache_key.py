@@ -118,3 +118,116 @@ def test_each_deterministic_level_misses():
                 rows = [dict(r, level=min(r["level"], 1)) for r in rows]
             _check_levels(api, rows)
         assert set(result["rows"]) == set(CASES)
+
+
+# --- two devices ---------------------------------------------------------------------------------------------
+# The fake has NPU_FAKE_DEVICE_COUNT devices (tests/fake_cann/runtime.cpp; 1 unless set): two here, in one process.
+# Its operators refuse a tensor in another device's memory at phase 1 (161002) and an executor made on another
+# device at its launch (561000), as a kernel cannot run there: so a call that used another device's state (a cached
+# executor, a kept mask) fails instead of passing unnoticed on the fake's shared host memory.
+DEVICES_SCRIPT = r"""
+import ctypes, json
+import torch, torch_npu, torch_ext
+import fake_cann_lib
+import npu_cache_cases as t
+lib, rt = t.Opapi(), fake_cann_lib.runtime()
+rt.fake_cann_stream_device.restype = ctypes.c_int32
+rt.fake_cann_stream_device.argtypes = [ctypes.c_void_p]
+out = {"devices": torch.npu.device_count(), "rows": {}}
+
+
+def run(op, host, d):
+    args = [a.to("npu:%d" % d) if isinstance(a, torch.Tensor) else a for a in host]
+    res = op(*args)
+    res = res if isinstance(res, tuple) else (res,)
+    torch.npu.synchronize(d)
+    return [r.cpu() for r in res], [r.device.index for r in res]
+
+
+for api in sorted(t.COMPOSITE):
+    op, host = t.CASES[api][0]("base")
+    run(op, host, 0), run(op, host, 1)  # the probes, on each device
+    lib.reset()
+    torch.npu.synchronize(1)
+    cpu = op(*host)
+    cpu = [c for c in (cpu if isinstance(cpu, tuple) else (cpu,))]
+    rows = []
+    for d in (0, 1, 0, 1):
+        res, devices = run(op, host, d)
+        rows.append({"device": d, "phase1": lib.phase1(api), "hits": lib.hits(api), "out devices": devices,
+                     "close": all(torch.allclose(r.float(), c.float(), atol=1e-3, equal_nan=True)
+                                  for r, c in zip(res, cpu)),
+                     "another device's executor": lib.calls("launch on another device " + api)})
+    dump = lib.lib.fake_opapi_dump().decode().splitlines()
+    rows[-1]["v2 lookup threads"] = len([l for l in dump if l.startswith("PTAFindExecCache thread ")])
+    out["rows"][api] = rows
+
+# the causal mask (kept per device and shape): the same shape on device 0, then 1, then 0
+x = torch.randn(1, 2, 4, 8)
+mask = torch.zeros(1, 1, 4, 8, dtype=torch.bool)
+cpu = torch.ops.npu_ext.scaled_masked_softmax(x, mask, 0.5, True)
+out["causal"] = [bool(torch.allclose(torch.ops.npu_ext.scaled_masked_softmax(
+    x.to("npu:%d" % d), mask.to("npu:%d" % d), 0.5, True).cpu(), cpu, atol=1e-5)) for d in (0, 1, 0)]
+
+# the fake's second device: memory, streams, copies between devices
+torch.npu.synchronize(0), torch.npu.synchronize(1)
+rt.fake_cann_reset()
+before = [rt.fake_cann_count(b"bytes_in_use device %d" % d) for d in (0, 1)]
+free_before = [torch.npu.mem_get_info(d)[0] for d in (0, 1)]
+a = torch.arange(1 << 20, dtype=torch.float32, device="npu:1")  # 4 MiB on device 1
+after = [rt.fake_cann_count(b"bytes_in_use device %d" % d) for d in (0, 1)]
+free_after = [torch.npu.mem_get_info(d)[0] for d in (0, 1)]
+out["memory"] = {"device 0 grew": after[0] - before[0], "device 1 grew": after[1] - before[1] >= (4 << 20),
+                 "free 0 same": free_after[0] == free_before[0], "free 1 less": free_after[1] < free_before[1]}
+b = a.to("npu:0")
+out["copy"] = {"equal": bool(torch.equal(b.cpu(), torch.arange(1 << 20, dtype=torch.float32))),
+               "device": b.device.index, "peer copies": rt.fake_cann_count(b"memcpy_peer")}
+out["streams"] = [rt.fake_cann_stream_device(ctypes.c_void_p(torch.npu.current_stream(d).npu_stream))
+                  for d in (0, 1)]
+with torch.npu.device(1):
+    s = torch.npu.Stream()
+out["new stream"] = rt.fake_cann_stream_device(ctypes.c_void_p(s.npu_stream))
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_two_devices():
+    """Per api: device 0, 1, 0, 1 with the same call: the first call on each device misses (phase 1 there), the
+    later ones hit their own device's entry, each result on its device and right; the causal mask is made per
+    device; the fake's second device has its own memory, streams, and copies from the first. At
+    TASK_QUEUE_ENABLE 1 (V1: torch_npu hashes the device) and 2 (V2: torch_npu hashes the stream, not the device;
+    the extension adds it), with real stream handles and with NPU_FAKE_STREAM_HANDLES=per-device (every device's
+    k-th stream the same handle: in V1 only the device index tells the two devices apart). In V2 each device's
+    lookups also run on that device's own queue thread, whose cache is its own (nnopbase's is per thread): the
+    extension's device index in the V2 hash is not what keeps them apart on torch_npu (removing it passes this
+    test), it keeps the key complete should a queue thread ever serve two devices."""
+    procs = {}
+    for mode in ("1", "2"):
+        for handles in ("", "per-device"):
+            env = {k: v for k, v in os.environ.items() if not k.startswith("NPU_FAKE_")}
+            env.update(PYTHONPATH=paths.pythonpath(), TASK_QUEUE_ENABLE=mode, NPU_FAKE_DEVICE_COUNT="2",
+                       NPU_FAKE_STREAM_HANDLES=handles)
+            procs[mode, handles] = subprocess.Popen([sys.executable, "-c", DEVICES_SCRIPT], env=env, text=True,
+                                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for key, proc in procs.items():
+        out, err = proc.communicate(timeout=600)
+        lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
+        assert proc.returncode == 0 and lines, (key, out[-2000:] + err[-4000:])
+        result = json.loads(lines[-1][len("RESULT "):])
+        assert result["devices"] == 2
+        for api, rows in result["rows"].items():
+            phase1 = [1, 2, 2, 2] if cached(api) else [1, 2, 3, 4]
+            assert [r["phase1"] for r in rows] == phase1, (key, api, rows)
+            assert [r["hits"] for r in rows] == [p - q + 1 for q, p in zip(phase1, range(4))], (key, api, rows)
+            assert all(r["out devices"] == [r["device"]] * len(r["out devices"]) and r["close"] for r in rows), rows
+            assert rows[-1]["another device's executor"] == 0, (key, api, rows)
+            # V2: each device's lookups on its own queue thread, whose nnopbase cache is its own
+            assert rows[-1]["v2 lookup threads"] == (2 if CACHED and key[0] == "2" else 0), (key, api, rows)
+        assert set(result["rows"]) == COMPOSITE
+        assert result["causal"] == [True, True, True], key
+        assert result["memory"] == {"device 0 grew": 0, "device 1 grew": True, "free 0 same": True,
+                                    "free 1 less": True}, key
+        assert result["copy"] == {"equal": True, "device": 0, "peer copies": 1}, key
+        assert result["new stream"] == 1, key
+        if not key[1]:  # (per-device handles: device 0's current stream has device 1's handle too)
+            assert result["streams"] == [0, 1], key

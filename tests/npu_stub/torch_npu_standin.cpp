@@ -236,6 +236,8 @@ CaptureStatus currentStreamCaptureStatusMayInitCtx() {
 
 // --- NPUStream.h -------------------------------------------------------------------------------------------
 namespace c10_npu {
+c10::DeviceIndex current_device() { return 0; }
+
 bool npuSynchronizeDevice(bool check_error) {
   ++g_device_syncs;
   if (check_error) report_failed_task();

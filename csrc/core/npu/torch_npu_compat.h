@@ -229,13 +229,18 @@ int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued
 // workspace from torch_npu's allocator on the queue's stream) and the release. Two differences from the macro: phase
 // 1's status is checked (the macro ignores it and launches a null executor): a rejected call runs `reject(status)`
 // in the task, whose return (or exception) torch_npu's queue reports at the next synchronisation, as it does for
-// its own operators in this mode; and on 2.13 torch.use_deterministic_algorithms joins the hash (as in queue_aclnn).
+// its own operators in this mode; on 2.13 torch.use_deterministic_algorithms joins the hash (as in queue_aclnn), and on
+// every release the device index (which V2's hash leaves out).
 // Always returns 0: whatever happens next happens in the task.
 template <typename Report, typename Reject, typename... Ts>
 int queue_aclnn_v2(const char* name, void* workspace_fn, void* run_fn, Report report, Reject reject, Ts&... args) {
   aclrtStream acl_stream = GetAclStream();
   auto copied_params = CopyTypesV2(args...);
   const CacheParams cache_params = GetCacheParams();
+  // The device joins the hash: V1's AddCacheConfigParams hashes c10_npu::current_device() and the stream, V2's
+  // AddCacheConfigParamsV2 the stream alone (op-plugin, every branch with it), so two devices' calls would share an
+  // entry wherever their stream handles coincide (tests/npu/test_npu_cache_key.py makes the fake's coincide).
+  const int64_t device = static_cast<int64_t>(c10_npu::current_device());
 #if NPU_EXT_HIT_CACHE_LEVEL
   const uint32_t level = c10_npu::GetDeterministicLevel();
   const bool deterministic = at::globalContext().deterministicAlgorithms();
@@ -245,11 +250,12 @@ int queue_aclnn_v2(const char* name, void* workspace_fn, void* run_fn, Report re
     int api_ret = 0;
 #if NPU_EXT_HIT_CACHE_LEVEL
     at_npu::native::ApplyDeterministicLevel(static_cast<int64_t>(level), deterministic, true);
-    // the setting joins the hash only (hit_cache_v2_ext hashes the tuple it is given; ConvertTypesV2 never sees it)
-    const auto hashed = std::tuple_cat(copied_params, std::make_tuple(deterministic));
+    // these join the hash only (hit_cache_v2_ext hashes the tuple it is given; ConvertTypesV2 never sees them)
+    const auto hashed = std::tuple_cat(copied_params, std::make_tuple(deterministic, device));
     if (hit_cache_v2_ext(acl_stream, name, run_fn, hashed, &api_ret, cache_params, level)) return api_ret;
 #else
-    if (hit_cache_v2_ext(acl_stream, name, run_fn, copied_params, &api_ret, cache_params)) return api_ret;
+    const auto hashed = std::tuple_cat(copied_params, std::make_tuple(device));
+    if (hit_cache_v2_ext(acl_stream, name, run_fn, hashed, &api_ret, cache_params)) return api_ret;
     SetExecConfigV2(cache_params);
 #endif
     mem_ctx_init();

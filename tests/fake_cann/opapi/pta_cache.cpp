@@ -176,6 +176,7 @@ aclOpExecutor* lookup(const std::shared_ptr<CacheEntry>* found, uint64_t* worksp
   hit->internal_copies = entry->exec->internal_copies;
   hit->deterministic = entry->exec->deterministic;
   hit->options = entry->exec->options;
+  hit->device = entry->exec->device;
   if (workspace_size != nullptr) *workspace_size = hit->workspace_size;
   count("cache hit " + entry->api);
   tls.keyed = false;

@@ -38,6 +38,7 @@
 #include <utility>
 
 #include "acl/acl_rt.h"
+#include "torch_npu/csrc/core/npu/NPUStream.h"  // (the real header includes it, and NPUFunctions.h)
 
 typedef struct aclOpExecutor aclOpExecutor;
 typedef struct aclTensor aclTensor;
