@@ -173,7 +173,9 @@ T base_format_arg(const T& value) {
 // Input tensors in a private storage format (FRACTAL_NZ, NC1HWC0, ...) are cast to their base format first, as
 // torch_npu's acl_op route would (compat::base_format); outputs are base-format tensors already (OutSlot).
 // Phase 1 (GetWorkspaceSize) runs here and its status is checked; phase 2 goes through torch_npu's task
-// queue (RunAclCall), exactly as EXEC_NPU_CMD_EXT's V1 path.
+// queue (RunAclCall), exactly as EXEC_NPU_CMD_EXT's V1 path. With TASK_QUEUE_ENABLE=2 (where torch_npu ships
+// op-plugin's extension API) both run in the queued task, as its V2 path: a rejection then raises at the next
+// synchronisation (torch_npu's report names the aclnn operator; its log has this message).
 template <typename... Ts>
 void launch(const AclnnApi& api, Ts&... args) {
   auto based = std::make_tuple(detail::base_format_arg(args)...);

@@ -14,7 +14,8 @@
 //    torch_npu's own EXEC_NPU_CMD_V1 calls them; the exported *ExecCommonCtx look them up at every call).
 //    queue_aclnn() runs them in the order of torch_npu's own EXEC_NPU_CMD_V1 (the cache lookup first; see
 //    queue_aclnn), with two differences: phase 1's status is checked on the calling thread (npu_common.h), and in the
-//    level form torch.use_deterministic_algorithms joins torch_npu's cache hash. Two steps differ between releases:
+//    level form torch.use_deterministic_algorithms joins torch_npu's cache hash. With TASK_QUEUE_ENABLE=2 it runs
+//    them as EXEC_NPU_CMD_V2_EXT does instead (queue_aclnn_v2): lookup, phase 1 and launch in the queued task. Two steps differ between releases:
 //      - 2.13 and later, and 2.7.1.post11 (NPU_EXT_HIT_CACHE_LEVEL, read from the headers): the deterministic
 //        LEVEL (c10_npu::GetDeterministicLevel, applied with at_npu::native::ApplyDeterministicLevel after a
 //        cache miss, for phase 1), and hit_cache_ext takes that level;
