@@ -4,8 +4,15 @@
 // weak stub returning 0 (build.py: symbols.txt), which a definition here overrides.
 //
 // What it models (docs/npu.md, "What was verified here"):
-//   * one device (aclrtGetDeviceCount = 1); aclrtGetDevice answers 107002 (ACL_ERROR_RT_CONTEXT_NULL) until a
-//     device is set, as the real runtime does: torch_npu's init sequence branches on it;
+//   * $NPU_FAKE_DEVICE_COUNT devices (1 to 8, default 1: every test sees the one-device host it always saw; a test
+//     of several devices sets it in its own process); aclrtGetDevice answers 107002 (ACL_ERROR_RT_CONTEXT_NULL)
+//     until a device is set, as the real runtime does: torch_npu's init sequence branches on it. aclrtSetDevice
+//     refuses an index outside the count (107001, ACL_ERROR_RT_INVALID_DEVICEID). Per device: its context
+//     (aclrtGetCurrentContext / aclrtSetCurrentContext switch the thread's device), its memory accounting (each
+//     allocation belongs to the thread's device; aclrtGetMemInfo and the "bytes_in_use device <d>" counter are per
+//     device), its streams (a stream belongs to the device current at its creation; "streams device <d>"); every
+//     device can access every other's memory (aclrtDeviceCanAccessPeer), and a device-to-device copy between two
+//     devices' allocations is counted as "memcpy_peer"; NPU_FAKE_STREAM_HANDLES=per-device (aclrtCreateStream);
 //   * the SoC name from $NPU_FAKE_SOC (default Ascend910B3, an Atlas A2), read by torch_npu once per process;
 //   * the CANN version from $NPU_FAKE_CANN_VERSION (default 8.5.0), what aclsysGetCANNVersion and aclsysGetVersionStr
 //     report for every package; torch_npu caches it per process (GetCANNInfo.cpp, GetCANNVersion). From 9.1.0 on,
@@ -44,8 +51,32 @@ constexpr size_t kTotalMemory = size_t(64) << 30;  // what aclrtGetMemInfo repor
 std::mutex g_mu;
 std::map<std::string, int64_t> g_counts;
 std::map<void*, size_t> g_allocations;
-size_t g_in_use = 0, g_peak = 0;
+size_t g_in_use = 0, g_peak = 0;  // all devices
+constexpr int32_t kMaxDevices = 8;
+size_t g_device_in_use[kMaxDevices] = {};
+std::map<void*, int32_t> g_allocation_device;  // under g_mu
+std::map<aclrtStream, int32_t> g_stream_device;  // under g_mu
 thread_local int32_t t_device = -1;
+
+int32_t device_count() {
+  static const int32_t n = [] {
+    const char* env = std::getenv("NPU_FAKE_DEVICE_COUNT");
+    const int v = env != nullptr && *env != '\0' ? std::atoi(env) : 1;
+    return v >= 1 && v <= kMaxDevices ? v : 1;
+  }();
+  return n;
+}
+
+// The device whose allocation holds `p` (-1: none; under g_mu).
+int32_t device_of(const void* p) {
+  auto it = g_allocations.upper_bound(const_cast<void*>(p));
+  if (it == g_allocations.begin()) return -1;
+  --it;
+  const auto* base = static_cast<const char*>(it->first);
+  if (static_cast<const char*>(p) >= base + it->second) return -1;
+  auto d = g_allocation_device.find(it->first);
+  return d == g_allocation_device.end() ? -1 : d->second;
+}
 std::map<aclrtStream, aclmdlRI> g_capturing;  // the model a stream is being captured into, under g_mu
 
 void count(const char* name, int64_t n = 1) {
@@ -72,6 +103,15 @@ aclError do_copy(void* dst, size_t dest_max, const void* src, size_t count_bytes
   if (count_bytes > dest_max) return ACL_ERROR_INVALID_PARAM;
   if (count_bytes > 0 && (dst == nullptr || src == nullptr)) return ACL_ERROR_INVALID_PARAM;
   count(copy_kind(kind));
+  if (kind == ACL_MEMCPY_DEVICE_TO_DEVICE && count_bytes > 0) {
+    bool peer;
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      const int32_t from = device_of(src), to = device_of(dst);
+      peer = from >= 0 && to >= 0 && from != to;
+    }
+    if (peer) count("memcpy_peer");
+  }
   if (count_bytes > 0) std::memmove(dst, src, count_bytes);
   return kOk;
 }
@@ -111,6 +151,9 @@ int64_t fake_cann_count(const char* name) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (std::strcmp(name, "bytes_in_use") == 0) return static_cast<int64_t>(g_in_use);
   if (std::strcmp(name, "bytes_peak") == 0) return static_cast<int64_t>(g_peak);
+  for (int32_t d = 0; d < device_count(); ++d) {
+    if (("bytes_in_use device " + std::to_string(d)) == name) return static_cast<int64_t>(g_device_in_use[d]);
+  }
   auto it = g_counts.find(name);
   return it == g_counts.end() ? 0 : it->second;
 }
@@ -170,14 +213,26 @@ aclError aclInit(const char*) { return kOk; }
 aclError aclFinalize() { return kOk; }
 
 aclError aclrtGetDeviceCount(uint32_t* n) {
-  *n = 1;
+  *n = static_cast<uint32_t>(device_count());
   return kOk;
 }
 
 aclError aclrtSetDevice(int32_t device) {
-  if (device != 0) return ACL_ERROR_INVALID_PARAM;
+  if (device < 0 || device >= device_count()) return 107001;  // ACL_ERROR_RT_INVALID_DEVICEID
   t_device = device;
   return kOk;
+}
+
+aclError aclrtDeviceCanAccessPeer(int32_t* can_access, int32_t device, int32_t peer) {
+  if (can_access == nullptr || device < 0 || device >= device_count() || peer < 0 || peer >= device_count()) {
+    return 107001;
+  }
+  *can_access = device != peer ? 1 : 0;
+  return kOk;
+}
+
+aclError aclrtDeviceEnablePeerAccess(int32_t peer, uint32_t) {
+  return peer >= 0 && peer < device_count() ? kOk : 107001;
 }
 
 aclError aclrtGetDevice(int32_t* device) {
@@ -251,10 +306,29 @@ const char* aclGetRecentErrMsg() {
   return msg;
 }
 
+// One context per device; setting one makes its device the thread's.
+void* const* device_contexts() {
+  static void* const* contexts = [] {
+    auto* c = new void*[kMaxDevices];
+    for (int32_t d = 0; d < kMaxDevices; ++d) c[d] = new_handle();
+    return c;
+  }();
+  return contexts;
+}
+
 aclError aclrtGetCurrentContext(aclrtContext* context) {
-  static void* ctx = new_handle();
-  *context = ctx;
+  *context = device_contexts()[t_device < 0 ? 0 : t_device];
   return kOk;
+}
+
+aclError aclrtSetCurrentContext(aclrtContext context) {
+  for (int32_t d = 0; d < device_count(); ++d) {
+    if (device_contexts()[d] == context) {
+      t_device = d;
+      return kOk;
+    }
+  }
+  return ACL_ERROR_INVALID_PARAM;
 }
 
 // --- memory ---------------------------------------------------------------------------------------------------
@@ -278,6 +352,9 @@ aclError aclrtMalloc(void** ptr, size_t size, aclrtMemMallocPolicy) {
   if (p == nullptr) return ACL_ERROR_BAD_ALLOC;
   std::lock_guard<std::mutex> lock(g_mu);
   g_allocations[p] = bytes;
+  const int32_t device = t_device < 0 ? 0 : t_device;
+  g_allocation_device[p] = device;
+  g_device_in_use[device] += bytes;
   g_in_use += bytes;
   if (g_in_use > g_peak) g_peak = g_in_use;
   ++g_counts["malloc"];
@@ -295,6 +372,8 @@ aclError aclrtFree(void* ptr) {
     auto it = g_allocations.find(ptr);
     if (it == g_allocations.end()) return ACL_ERROR_INVALID_PARAM;
     g_in_use -= it->second;
+    g_device_in_use[g_allocation_device[ptr]] -= it->second;
+    g_allocation_device.erase(ptr);
     g_allocations.erase(it);
   }
   std::free(ptr);
@@ -314,7 +393,7 @@ aclError aclrtFreeHost(void* ptr) {
 aclError aclrtGetMemInfo(aclrtMemAttr, size_t* free_bytes, size_t* total) {
   std::lock_guard<std::mutex> lock(g_mu);
   *total = kTotalMemory;
-  *free_bytes = kTotalMemory - g_in_use;
+  *free_bytes = kTotalMemory - g_device_in_use[t_device < 0 ? 0 : t_device];
   return kOk;
 }
 
@@ -338,14 +417,36 @@ aclError aclrtMemsetAsync(void* ptr, size_t max_count, int32_t value, size_t n, 
 }
 
 // --- streams and events: synchronous ---------------------------------------------------------------------------
+// NPU_FAKE_STREAM_HANDLES=per-device: stream handles numbered per device, so that the k-th stream of every device
+// has the same handle (a real runtime's never coincide while both live): a key that tells devices apart only by the
+// stream then sees two devices as one.
 aclError aclrtCreateStream(aclrtStream* stream) {
-  *stream = new_handle();
+  const int32_t device = t_device < 0 ? 0 : t_device;
+  static const bool per_device = [] {
+    const char* env = std::getenv("NPU_FAKE_STREAM_HANDLES");
+    return env != nullptr && std::strcmp(env, "per-device") == 0;
+  }();
+  static std::atomic<uintptr_t> next[kMaxDevices] = {};
+  *stream = per_device ? reinterpret_cast<void*>(0x10000000 + 0x10 * next[device].fetch_add(1)) : new_handle();
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_stream_device[*stream] = device;
+  ++g_counts["streams device " + std::to_string(device)];
   return kOk;
 }
 
-aclError aclrtCreateStreamWithConfig(aclrtStream* stream, uint32_t, uint32_t) {
-  *stream = new_handle();
-  return kOk;
+aclError aclrtCreateStreamWithConfig(aclrtStream* stream, uint32_t, uint32_t) { return aclrtCreateStream(stream); }
+
+// Test hook: the device whose allocation holds `p` (-1: none), for the fake operators' device checks.
+int32_t fake_cann_device_of(const void* p) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return device_of(p);
+}
+
+// Test hook: the device a stream was created on (-1: not a stream of this runtime).
+int32_t fake_cann_stream_device(aclrtStream stream) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_stream_device.find(stream);
+  return it == g_stream_device.end() ? -1 : it->second;
 }
 
 aclError aclrtSynchronizeStream(aclrtStream) {

@@ -131,10 +131,11 @@ def test_the_deterministic_option_follows_the_setting_at_every_launch(opapi, api
 
 
 SCRIPT = r"""
-import json, sys
+import json, sys, threading
 import torch, torch_npu, torch_ext
 import npu_cache_cases as t
 lib = t.Opapi()
+me = threading.get_native_id()  # the calling (main) thread; the task queue's thread is another
 out = {}
 for api, (make, _) in t.CASES.items():
     t.call(*make("base"))  # probe and first call
@@ -143,7 +144,10 @@ for api, (make, _) in t.CASES.items():
     t.call(*make("base"), keep=first)
     op, args = make("base")
     hit = t.call(op, args)
-    row = {"phase1": lib.phase1(api), "hits": lib.hits(api), "launches": lib.calls(api)}
+    row = {"phase1": lib.phase1(api), "hits": lib.hits(api), "launches": lib.calls(api),
+           "v1 key": lib.calls("SetPTAHashKey " + api), "v2 key": lib.calls("SetPTACacheHashKey " + api),
+           "v2 find": lib.calls("PTAFindExecCache " + api),
+           "phase1 here": lib.calls(f"phase 1 thread {me}"), "v2 here": lib.calls(f"PTAFindExecCache thread {me}")}
     lib.reset()
     fresh = t.call(op, args)
     row["equal"] = all(torch.equal(h.nan_to_num(), f.nan_to_num()) for h, f in zip(hit, fresh))
@@ -152,21 +156,33 @@ print("RESULT " + json.dumps(out))
 """
 
 
+def expected_row(api, level):
+    """Two calls of `api` with the same shapes at TASK_QUEUE_ENABLE=level, as op-plugin's EXEC_NPU_CMD_EXT makes them
+    (op_api_common_base.h): V1 (0, 1) hashes and looks up with SetPTAHashKey / PTAGetExecCache and runs phase 1 on
+    the calling thread; V2 (2) copies the arguments and does the lookup (SetPTACacheHashKey, PTAFindExecCache),
+    phase 1 and the launch in the queued task, on the queue's thread. Where the extension's path has no cache (CANN's C
+    API: a torch_npu without op-plugin's extension API) none of them runs and phase 1 runs on the calling thread."""
+    phase1 = 1 if cached(api) else 2
+    v2 = CACHED and level == "2"
+    return {"phase1": phase1, "hits": 2 - phase1, "launches": 2, "equal": True,
+            "v1 key": 2 if CACHED and not v2 else 0, "v2 key": 2 if v2 else 0, "v2 find": 2 if v2 else 0,
+            "phase1 here": 0 if v2 else phase1, "v2 here": 0}
+
+
 def test_task_queue_levels():
-    """TASK_QUEUE_ENABLE 0, 1 and 2, each in its own process (torch_npu reads it at start), the three at once."""
+    """TASK_QUEUE_ENABLE 0, 1 and 2, each in its own process (torch_npu reads it at start), the three at once: the
+    hits, and which of torch_npu's lookups ran and on which thread (the fake's counters per thread id)."""
     procs = {}
     for level in ("0", "1", "2"):
         env = dict(os.environ, TASK_QUEUE_ENABLE=level, PYTHONPATH=paths.pythonpath())
         procs[level] = subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, text=True,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    hit = {"phase1": 1, "hits": 1, "launches": 2, "equal": True}
-    no_hit = {"phase1": 2, "hits": 0, "launches": 2, "equal": True}
     for level, proc in procs.items():
         out, err = proc.communicate(timeout=600)
         lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
         assert proc.returncode == 0 and lines, (level, out[-2000:] + err[-4000:])
         rows = json.loads(lines[-1][len("RESULT "):])
-        assert rows == {api: hit if cached(api) else no_hit for api in CASES}, (level, rows)
+        assert rows == {api: expected_row(api, level) for api in CASES}, (level, rows)
 
 
 # --- a failure in the middle of a call ------------------------------------------------------------------------

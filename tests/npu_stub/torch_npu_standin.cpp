@@ -203,16 +203,25 @@ void RunAclCall(const std::string& op_name, const PROC_FUNC& func) {
     return;
   }
   report_failed_task();  // an earlier task's failure surfaces at this (unrelated) later operation
-  const int ret = func();  // the device runs tasks in stream order; only the report is deferred
+  int ret = 0;
+  std::string what;
+  try {
+    ret = func();  // the device runs tasks in stream order; only the report is deferred
+  } catch (const std::exception& e) {  // torch_npu's ExecFunc: logged, and the task fails (ACL_ERROR_INVALID_PARAM)
+    ret = 100000;
+    what = e.what();
+  }
   t_workspaces.clear();
   if (ret != 0) {
     std::lock_guard<std::mutex> lock(g_queue_mu);
     if (g_failed_code == 0) {
-      g_failed_task = op_name;
+      g_failed_task = what.empty() ? op_name : op_name + " (" + what.substr(0, what.find('\n')) + ")";
       g_failed_code = ret;
     }
   }
 }
+
+CacheParams GetCacheParams() { return {}; }
 
 // --- NPUGraphsUtils.h --------------------------------------------------------------------------------------
 namespace {
@@ -227,6 +236,8 @@ CaptureStatus currentStreamCaptureStatusMayInitCtx() {
 
 // --- NPUStream.h -------------------------------------------------------------------------------------------
 namespace c10_npu {
+c10::DeviceIndex current_device() { return 0; }
+
 bool npuSynchronizeDevice(bool check_error) {
   ++g_device_syncs;
   if (check_error) report_failed_task();

@@ -50,6 +50,7 @@ def _type_runtime(lib):
     _typed(lib, "aclGetRecentErrMsg", ctypes.c_char_p)
     _typed(lib, "fake_cann_dump", ctypes.c_char_p)
     _typed(lib, "fake_cann_fail_malloc", None, [ctypes.c_size_t])
+    _typed(lib, "fake_cann_sys_param", ctypes.c_int64, [ctypes.c_int])
     _typed(lib, "aclmdlRICaptureBegin", ctypes.c_int, [P, ctypes.c_int])
     _typed(lib, "aclmdlRICaptureEnd", ctypes.c_int, [P, ctypes.POINTER(P)])
     return lib

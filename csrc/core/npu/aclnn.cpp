@@ -215,14 +215,16 @@ const char* status_name(int status) {
   }
 }
 
-void throw_rejected(const AclnnApi& api, int status) {
+void throw_rejected(const AclnnApi& api, int status, bool in_task) {
+  const char* nothing = in_task ? "; nothing was launched (phase 1 ran in the queued task: TASK_QUEUE_ENABLE=2)"
+                                : "; nothing was queued";
   TORCH_CHECK(status != compat::kConversionFailed, "npu_ext.", api.op(), ": an argument could not be converted for ",
-              api.name(), ": ", compat::conversion_error(), "; nothing was queued");
+              api.name(), ": ", compat::conversion_error(), nothing);
   TORCH_CHECK(status != 0, "npu_ext.", api.op(), ": ", api.name(),
-              "GetWorkspaceSize returned status 0 but no executor; nothing was queued");
+              "GetWorkspaceSize returned status 0 but no executor", nothing);
   const char* msg = aclGetRecentErrMsg();
   TORCH_CHECK(false, "npu_ext.", api.op(), ": ", api.name(), "GetWorkspaceSize rejected the call with status ",
-              status, " (", status_name(status), "); nothing was queued",
+              status, " (", status_name(status), ")", nothing,
               (msg != nullptr && *msg != '\0') ? std::string(". aclnn says: ") + msg : std::string());
 }
 

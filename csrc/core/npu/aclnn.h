@@ -135,7 +135,9 @@ std::string status_report();
 // ---------------------------------------------------------------------------------------------------------
 // The call.
 
-[[noreturn]] void throw_rejected(const AclnnApi& api, int status);
+// `in_task`: phase 1 ran inside the queued task (TASK_QUEUE_ENABLE=2), where the message reaches the caller at the
+// next synchronisation.
+[[noreturn]] void throw_rejected(const AclnnApi& api, int status, bool in_task = false);
 
 // A status's name (op_errno.h), for messages.
 const char* status_name(int status);
@@ -148,9 +150,11 @@ namespace detail {
 // task queue, and `report(status)` inside the queued task turns phase 2's status into what the task reports to
 // the queue. Returns phase 1's status; `queued` says whether phase 2 was queued. How, on each torch_npu release
 // (op-plugin's extension API with torch_npu's executor cache, or CANN's C API on 2.6): npu/torch_npu_compat.h.
-template <typename Report, typename... Ts>
-int queue_call(const AclnnApi& api, bool& queued, Report report, Ts&... args) {
-  return compat::queue_aclnn(api.name(), api.workspace_fn(), api.run_fn(), queued, report, args...);
+// With TASK_QUEUE_ENABLE=2 (torch_npu 2.7.1.post4 and later) phase 1 runs inside the queued task too, and
+// `reject(status)` there turns a failed phase 1 into what the task reports (queued is then true, the status 0).
+template <typename Report, typename Reject, typename... Ts>
+int queue_call(const AclnnApi& api, bool& queued, Report report, Reject reject, Ts&... args) {
+  return compat::queue_aclnn(api.name(), api.workspace_fn(), api.run_fn(), queued, report, reject, args...);
 }
 
 // An argument as aclnn gets it: a tensor in a private storage format cast to its base format (compat::base_format),
@@ -169,13 +173,21 @@ T base_format_arg(const T& value) {
 // Input tensors in a private storage format (FRACTAL_NZ, NC1HWC0, ...) are cast to their base format first, as
 // torch_npu's acl_op route would (compat::base_format); outputs are base-format tensors already (OutSlot).
 // Phase 1 (GetWorkspaceSize) runs here and its status is checked; phase 2 goes through torch_npu's task
-// queue (RunAclCall), exactly as EXEC_NPU_CMD_EXT's V1 path.
+// queue (RunAclCall), exactly as EXEC_NPU_CMD_EXT's V1 path. With TASK_QUEUE_ENABLE=2 (where torch_npu ships
+// op-plugin's extension API) both run in the queued task, as its V2 path: a rejection then raises at the next
+// synchronisation (torch_npu's report names the aclnn operator; its log has this message).
 template <typename... Ts>
 void launch(const AclnnApi& api, Ts&... args) {
   auto based = std::make_tuple(detail::base_format_arg(args)...);
   bool queued = false;
+  const AclnnApi* a = &api;  // a function-local static: outlives the queued task
   const int status = std::apply(
-      [&](auto&... arg) { return detail::queue_call(api, queued, [](int ret) { return ret; }, arg...); }, based);
+      [&](auto&... arg) {
+        return detail::queue_call(
+            api, queued, [](int ret) { return ret; },
+            [a](int rejected) -> int { throw_rejected(*a, rejected, true); }, arg...);
+      },
+      based);
   if (!queued) throw_rejected(api, status);
 }
 
@@ -189,6 +201,7 @@ inline at::Tensor probe_tensor(c10::Device device, at::IntArrayRef shape, at::Sc
 template <typename... Ts>
 ProbeResult probe_launch(const AclnnApi& api, Ts&... args) {
   auto phase2 = std::make_shared<std::atomic<int>>(0);
+  auto phase1 = std::make_shared<std::atomic<int>>(0);  // phase 1's status when it ran in the task (mode 2)
   bool queued = false;
   const int status = detail::queue_call(
       api, queued,
@@ -196,9 +209,14 @@ ProbeResult probe_launch(const AclnnApi& api, Ts&... args) {
         phase2->store(ret);
         return 0;
       },
+      [phase1](int rejected) {
+        phase1->store(rejected == 0 ? -1 : rejected);
+        return 0;
+      },
       args...);
   if (!queued) return {status == 0 ? -1 : status, 1};  // -1: status 0 but no executor
   synchronize_device();
+  if (phase1->load() != 0) return {phase1->load(), 1};
   const int ret = phase2->load();
   return {ret, ret == 0 ? 0 : 2};
 }

@@ -14,7 +14,8 @@
 //    torch_npu's own EXEC_NPU_CMD_V1 calls them; the exported *ExecCommonCtx look them up at every call).
 //    queue_aclnn() runs them in the order of torch_npu's own EXEC_NPU_CMD_V1 (the cache lookup first; see
 //    queue_aclnn), with two differences: phase 1's status is checked on the calling thread (npu_common.h), and in the
-//    level form torch.use_deterministic_algorithms joins torch_npu's cache hash. Two steps differ between releases:
+//    level form torch.use_deterministic_algorithms joins torch_npu's cache hash. With TASK_QUEUE_ENABLE=2 it runs
+//    them as EXEC_NPU_CMD_V2_EXT does instead (queue_aclnn_v2): lookup, phase 1 and launch in the queued task. Two steps differ between releases:
 //      - 2.13 and later, and 2.7.1.post11 (NPU_EXT_HIT_CACHE_LEVEL, read from the headers): the deterministic
 //        LEVEL (c10_npu::GetDeterministicLevel, applied with at_npu::native::ApplyDeterministicLevel after a
 //        cache miss, for phase 1), and hit_cache_ext takes that level;
@@ -159,9 +160,17 @@ void mem_ctx_uninit();
 // (True) would be answered after it, with the kernels phase 1 chose without determinism (tests/npu/test_npu_cache.py
 // shows the hit). 2.7.1 to 2.12 hash the setting themselves (CacheParams). The extra value only enters the hash:
 // hit_cache_ext converts nothing.
-template <typename Report, typename... Ts>
-int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued, Report report, Ts&... args) {
+template <typename Report, typename Reject, typename... Ts>
+int queue_aclnn_v2(const char* name, void* workspace_fn, void* run_fn, Report report, Reject reject, Ts&... args);
+
+template <typename Report, typename Reject, typename... Ts>
+int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued, Report report, Reject reject,
+                Ts&... args) {
   queued = false;
+  if (OpApiGetTaskQueueEnable() == 2) {  // read at every call, as EXEC_NPU_CMD_EXT does
+    queued = true;
+    return queue_aclnn_v2(name, workspace_fn, run_fn, report, reject, args...);
+  }
   aclrtStream acl_stream = GetAclStream();
 #if NPU_EXT_HIT_CACHE_LEVEL
   const uint32_t level = c10_npu::GetDeterministicLevel();
@@ -210,6 +219,71 @@ int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued
   return 0;  // `context` ends the memory context, as the macro after RunAclCall
 }
 
+// TASK_QUEUE_ENABLE=2: torch_npu's own EXEC_NPU_CMD_V2_EXT (op_api_common_base.h, every release that ships it), whose
+// queued task does the lookup, phase 1 and the launch on the queue's thread. The calling thread only copies the
+// arguments (CopyTypesV2: a tensor's description, not its storage) and reads what must be read there: the stream,
+// CacheParams (GetCacheParams: the core counts; before 2.13 the deterministic setting) and, on 2.13 and later, the
+// deterministic level and torch.use_deterministic_algorithms. In the task: the deterministic state (2.13:
+// ApplyDeterministicLevel before the lookup; before: SetExecConfigV2 after it), the lookup (hit_cache_v2_ext:
+// CheckAndInitFuncV2, nnopbase's SetPTACacheHashKey and PTAFindExecCache, a hit launched by ExecuteCachedOpV2), then
+// on a miss the memory context, the conversion (ConvertTypesV2), phase 1, the launch (ExecuteApiFuncV2: the
+// workspace from torch_npu's allocator on the queue's stream) and the release. Two differences from the macro: phase
+// 1's status is checked (the macro ignores it and launches a null executor): a rejected call runs `reject(status)`
+// in the task, whose return (or exception) torch_npu's queue reports at the next synchronisation, as it does for
+// its own operators in this mode; on 2.13 torch.use_deterministic_algorithms joins the hash (as in queue_aclnn), and on
+// every release the device index (which V2's hash leaves out).
+// Always returns 0: whatever happens next happens in the task.
+template <typename Report, typename Reject, typename... Ts>
+int queue_aclnn_v2(const char* name, void* workspace_fn, void* run_fn, Report report, Reject reject, Ts&... args) {
+  aclrtStream acl_stream = GetAclStream();
+  auto copied_params = CopyTypesV2(args...);
+  const CacheParams cache_params = GetCacheParams();
+  // The device joins the hash: V1's AddCacheConfigParams hashes c10_npu::current_device() and the stream, V2's
+  // AddCacheConfigParamsV2 the stream alone (op-plugin, every branch with it), so two devices' calls would share an
+  // entry wherever their stream handles coincide (tests/npu/test_npu_cache_key.py makes the fake's coincide).
+  const int64_t device = static_cast<int64_t>(c10_npu::current_device());
+#if NPU_EXT_HIT_CACHE_LEVEL
+  const uint32_t level = c10_npu::GetDeterministicLevel();
+  const bool deterministic = at::globalContext().deterministicAlgorithms();
+#endif
+  auto acl_call = [=]() mutable -> int {
+    InitExecSubTheadCtx(acl_stream);
+    int api_ret = 0;
+#if NPU_EXT_HIT_CACHE_LEVEL
+    at_npu::native::ApplyDeterministicLevel(static_cast<int64_t>(level), deterministic, true);
+    // these join the hash only (hit_cache_v2_ext hashes the tuple it is given; ConvertTypesV2 never sees them)
+    const auto hashed = std::tuple_cat(copied_params, std::make_tuple(deterministic, device));
+    if (hit_cache_v2_ext(acl_stream, name, run_fn, hashed, &api_ret, cache_params, level)) return api_ret;
+#else
+    const auto hashed = std::tuple_cat(copied_params, std::make_tuple(device));
+    if (hit_cache_v2_ext(acl_stream, name, run_fn, hashed, &api_ret, cache_params)) return api_ret;
+    SetExecConfigV2(cache_params);
+#endif
+    mem_ctx_init();
+    ScopeGuard context([] { mem_ctx_uninit(); });
+    uint64_t workspace_size = 0;
+    uint64_t* workspace_size_addr = &workspace_size;
+    aclOpExecutor* executor = nullptr;
+    aclOpExecutor** executor_addr = &executor;
+    auto converted_params = ConvertTypesV2(copied_params, workspace_size_addr, executor_addr);
+    ScopeGuard converted([&converted_params] { ReleaseConvertTypes(converted_params); });
+    auto get_workspace_size = ConvertToOpApiFunc(converted_params, workspace_fn);
+    const int status = call(get_workspace_size, converted_params);
+    if (status != 0 || executor == nullptr) return reject(status);  // the guards release what phase 1 had
+    {
+      ScopeGuard made([executor] { destroy_executor(executor); });  // until the launch: the workspace may throw
+      api_ret = ExecuteApiFuncV2(run_fn, acl_stream, workspace_size, executor);  // (the launch consumes it)
+      made.disarm();
+    }
+    converted.disarm();
+    ReleaseConvertTypes(converted_params);
+    mem_ctx_release();
+    return report(api_ret);  // `context` ends the memory context (UnInitExecCommonCtx in the macro)
+  };
+  RunAclCall(name, acl_call);
+  return 0;
+}
+
 #else  // torch_npu 2.6 (and 2.7.1, 2.7.1.post2): CANN's C API and OpCommand::RunOpApiV2
 
 struct aclTensor;
@@ -253,8 +327,9 @@ int call_workspace_fn(void* fn, Tuple& t, std::index_sequence<I...>) {
 
 }  // namespace portable
 
-template <typename Report, typename... Ts>
-int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued, Report report, Ts&... args) {
+template <typename Report, typename Reject, typename... Ts>
+int queue_aclnn(const char* name, void* workspace_fn, void* run_fn, bool& queued, Report report, Reject,
+                Ts&... args) {
   queued = false;
   portable::apply_deterministic();
   aclrtStream acl_stream = portable::current_stream();

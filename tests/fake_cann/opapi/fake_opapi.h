@@ -19,6 +19,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -79,6 +81,9 @@ inline void count(const std::string& name, int n = 1) {
   std::lock_guard<std::mutex> lock(g_mu);
   g_calls[name] += n;
 }
+
+// The calling thread's kernel id (what Python's threading.get_native_id() answers), for the per-thread counters.
+inline long thread_id() { return static_cast<long>(syscall(SYS_gettid)); }
 
 // Records a rejection reason and returns the status (OP_LOGE + return in aclnn).
 inline int reject(int status, const std::string& why) {
@@ -329,17 +334,62 @@ struct Executor {
   std::shared_ptr<CacheEntry> cache;
   std::vector<void*> addresses;
   bool deterministic = false;  // ACL_OPT_DETERMINISTIC when phase 1 made it (the kernels it chose)
+  std::string options;          // "deterministic <v> strong consistency <v>": both options' values then
+  int32_t device = -1;          // the device phase 1 made it on (its kernels and tiling are that device's)
 };
 
 // The context's ACL_OPT_DETERMINISTIC (aclrtCtxSetSysParamOpt), read from the fake runtime when it is loaded
 // (false under the aarch64 stand-in, which has none).
-inline bool deterministic_option() {
+inline int64_t sys_param(int opt) {
   using Get = int64_t (*)(int);
   static const Get get = [] {
     void* rt = dlopen("libascendcl.so", RTLD_NOW | RTLD_NOLOAD);
     return rt != nullptr ? reinterpret_cast<Get>(dlsym(rt, "fake_cann_sys_param")) : nullptr;
   }();
-  return get != nullptr && get(0) != 0;
+  return get != nullptr ? get(opt) : 0;
+}
+inline bool deterministic_option() { return sys_param(0) != 0; }
+
+// The thread's device and the device of an address, from the fake runtime (-1 where it is not loaded: the aarch64
+// stand-in, whose tensors are host tensors).
+inline int32_t current_device() {
+  using Get = int (*)(int32_t*);
+  static const Get get = [] {
+    void* rt = dlopen("libascendcl.so", RTLD_NOW | RTLD_NOLOAD);
+    return rt != nullptr ? reinterpret_cast<Get>(dlsym(rt, "fake_cann_device_of")) != nullptr
+                               ? reinterpret_cast<Get>(dlsym(rt, "aclrtGetDevice")) : nullptr
+                         : nullptr;
+  }();
+  int32_t d = -1;
+  return get != nullptr && get(&d) == 0 ? d : -1;
+}
+inline int32_t device_of(const void* p) {
+  using Of = int32_t (*)(const void*);
+  static const Of of = [] {
+    void* rt = dlopen("libascendcl.so", RTLD_NOW | RTLD_NOLOAD);
+    return rt != nullptr ? reinterpret_cast<Of>(dlsym(rt, "fake_cann_device_of")) : nullptr;
+  }();
+  return of != nullptr ? of(p) : -1;
+}
+// "" when every address lies in the thread's device's memory (or in none the runtime allocated), else why not: a
+// kernel reads and writes its own device's memory (the fake refuses another device's, which a real one would
+// fault on or read over the interconnect).
+inline std::string off_device(const std::vector<void*>& addresses) {
+  const int32_t here = current_device();
+  if (here < 0) return "";
+  for (void* p : addresses) {
+    const int32_t d = p != nullptr ? device_of(p) : -1;
+    if (d >= 0 && d != here) {
+      return "a tensor is in device " + std::to_string(d) + "'s memory, the call runs on device " +
+             std::to_string(here);
+    }
+  }
+  return "";
+}
+// ACL_OPT_DETERMINISTIC (0) and ACL_OPT_STRONG_CONSISTENCY (2), what torch_npu's deterministic levels set (2.13:
+// level 2 sets the second on a CANN before 9.3, the first to the level from then on): the kernels phase 1 chose.
+inline std::string options_now() {
+  return "deterministic " + std::to_string(sys_param(0)) + " strong consistency " + std::to_string(sys_param(2));
 }
 
 // The executor cache's hooks (set by pta_cache.cpp when it is linked in; the aarch64 stand-in has none).
@@ -370,9 +420,21 @@ inline int copies(std::initializer_list<const aclTensor*> inputs) {
 // never cached.
 inline int finish_phase1(Executor* e, uint64_t* workspace_size, aclOpExecutor** executor,
                          std::initializer_list<const aclTensor*> io = {}) {
+  std::vector<void*> addresses;
+  for (const aclTensor* t : io) {
+    if (t != nullptr) addresses.push_back(t->data);
+  }
+  const std::string off = off_device(addresses);
+  if (!off.empty()) {
+    delete e;
+    return reject(kInvalid, off);
+  }
+  e->device = current_device();
   *workspace_size = e->workspace_size;
   *executor = reinterpret_cast<aclOpExecutor*>(e);
+  count("phase 1 thread " + std::to_string(thread_id()));  // where phase 1 ran (the caller's or the queue's)
   e->deterministic = deterministic_option();
+  e->options = options_now();
   if (g_cache_phase1 != nullptr && io.size() > 0) g_cache_phase1(e, std::vector<const aclTensor*>(io));
   return kSuccess;
 }
@@ -398,8 +460,21 @@ inline int phase2(const char* name, void* workspace, uint64_t workspace_size, ac
     launched(e);
     return reject(kInner, std::string(name) + ": launch failed, no kernel binary.");
   }
+  count("launch thread " + std::to_string(thread_id()));
+  if (e->device >= 0 && current_device() >= 0 && e->device != current_device()) {  // an executor of another device: its kernels are not here
+    launched(e);
+    count(std::string("launch on another device ") + name);
+    return reject(kInner, std::string(name) + ": the executor was made on device " + std::to_string(e->device) +
+                              ", launched on device " + std::to_string(current_device()));
+  }
+  const std::string off = off_device(e->addresses);  // a cache hit's new addresses
+  if (!off.empty()) {
+    launched(e);
+    return reject(kInvalid, off);
+  }
   if (!e->empty) count("kernels", 1 + e->internal_copies);  // the device kernels this call launched
   if (e->deterministic) count(std::string("deterministic launch ") + name);
+  count(std::string("launch ") + name + " made with " + e->options);  // the options of the phase 1 that made it
   const int ret = g_cache_run != nullptr ? g_cache_run(e, workspace) : e->run(workspace);
   launched(e);
   return ret;

@@ -57,7 +57,9 @@
 // threads' kept executors. A thread's entries stay until fake_opapi_reset() (nnopbase frees them when the thread
 // ends, which nothing here can observe); fake_opapi_reset() empties every thread's cache and its cacheHasFull_.
 //
-// Counters (fake_opapi_calls): "cache hit <api>", "cache miss <api>", "cache kept <api>" (an executor kept by
+// Counters (fake_opapi_calls): "SetPTAHashKey <api>" (the V1 lookup's key, TASK_QUEUE_ENABLE 0/1),
+// "SetPTACacheHashKey <api>" and "PTAFindExecCache <api>" (the V2 lookup, TASK_QUEUE_ENABLE=2), the V2 functions also
+// per calling thread ("... thread <tid>", the kernel's thread id: threading.get_native_id()), "cache hit <api>", "cache miss <api>", "cache kept <api>" (an executor kept by
 // phase 1), "cache not composite <api>" (phase 1 of an operator nnopbase does not cache, under a key), "cache
 // exists <api>" (phase 1 under a key the thread already holds: nothing kept), "cache full <api>" (phase 1 on a
 // thread whose cache is full: nothing kept), "cache other api <api>" (a hit refused by the API-name check);
@@ -173,6 +175,8 @@ aclOpExecutor* lookup(const std::shared_ptr<CacheEntry>* found, uint64_t* worksp
   hit->empty = entry->exec->empty;
   hit->internal_copies = entry->exec->internal_copies;
   hit->deterministic = entry->exec->deterministic;
+  hit->options = entry->exec->options;
+  hit->device = entry->exec->device;
   if (workspace_size != nullptr) *workspace_size = hit->workspace_size;
   count("cache hit " + entry->api);
   tls.keyed = false;
@@ -304,6 +308,7 @@ void UnInitPTACacheThreadLocal() {
 void AddTensorAddrToCachedList(void* addr) { tls.addrs.push_back(addr); }
 
 void SetPTAHashKey(uint64_t key) {
+  count("SetPTAHashKey " + tls.api);
   tls.key = key;
   tls.v2 = false;
   tls.keyed = key != 0;  // 0: the hash buffer overflowed, nothing is cached
@@ -321,12 +326,16 @@ aclOpExecutor* PTAGetExecCache(uint64_t key, uint64_t* workspace_size) {
 }
 
 void SetPTACacheHashKey(uint8_t* buf, uint64_t len) {
+  count("SetPTACacheHashKey " + tls.api);
+  count("SetPTACacheHashKey thread " + std::to_string(thread_id()));
   tls.key_v2 = buf != nullptr ? std::string(reinterpret_cast<const char*>(buf), len) : std::string();
   tls.v2 = true;
   tls.keyed = buf != nullptr && len != 0;
 }
 
 aclOpExecutor* PTAFindExecCache(uint8_t* buf, uint64_t len, uint64_t* workspace_size) {
+  count("PTAFindExecCache " + tls.api);
+  count("PTAFindExecCache thread " + std::to_string(thread_id()));
   ThreadCache& cache = mine();
   std::shared_ptr<CacheEntry> entry;
   if (buf != nullptr && len != 0) {

@@ -17,7 +17,10 @@
 //   * RunAclCall(name, func): torch_npu's task queue (OpCommand::RunOpApiV2). With TASK_QUEUE_ENABLE=0 func runs
 //     now and a non-zero return raises. Otherwise it is queued: tasks run in stream order (here: at once, so the
 //     data is there for later operations) but a failure is only REPORTED later, at the next queued operation or
-//     synchronisation (torch.ops.npu_standin.synchronize()), as a RuntimeError naming the failed aclnn call;
+//     synchronisation (torch.ops.npu_standin.synchronize()), as a RuntimeError naming the failed aclnn call; an
+//     exception thrown by a queued func is caught, as torch_npu's ExecFunc catches it, and reported the same way
+//     with its message;
+//   * CopyTypesV2, ConvertTypesV2, CacheParams, GetCacheParams, hit_cache_v2_ext (always a miss): the V2 path;
 //   * EXEC_NPU_CMD_EXT: V1 (TASK_QUEUE_ENABLE != 2: GetWorkspaceSize on the calling thread, its status IGNORED,
 //     phase 2 queued) or V2 (== 2: both phases queued), exactly the real macro's sequence.
 // It runs on the host: the tests call the PrivateUse1 kernels with CPU tensors.
@@ -35,6 +38,7 @@
 #include <utility>
 
 #include "acl/acl_rt.h"
+#include "torch_npu/csrc/core/npu/NPUStream.h"  // (the real header includes it, and NPUFunctions.h)
 
 typedef struct aclOpExecutor aclOpExecutor;
 typedef struct aclTensor aclTensor;
@@ -109,6 +113,35 @@ template <typename... Args>
 bool hit_cache_ext(aclrtStream acl_stream, const char* aclnn_api, void* phrase2, const uint32_t level, Args&&... args) {
   (void)acl_stream, (void)phrase2, (void)level;
   return CheckAndInitFunc(aclnn_api);  // false: a miss, phase 1 runs
+}
+
+// TASK_QUEUE_ENABLE=2 (EXEC_NPU_CMD_V2_EXT): the arguments copied on the calling thread (the real CopyTypeV2 keeps a
+// tensor's description in a TensorStruct; here the tensor itself), converted in the queued task (ConvertTypesV2),
+// and the executor cache's V2 lookup (hit_cache_v2_ext: always a miss here), with the real signatures.
+template <typename T>
+T CopyTypeV2(const T& value) {
+  return value;
+}
+
+template <typename... Ts>
+auto CopyTypesV2(Ts&... args) {
+  return std::make_tuple(CopyTypeV2(args)...);
+}
+
+template <typename... Ts>
+auto ConvertTypesV2(const std::tuple<Ts...>& args, uint64_t* workspace_size_addr, aclOpExecutor** executor_addr) {
+  return std::apply([&](const auto&... a) { return std::make_tuple(ConvertType(a)..., workspace_size_addr,
+                                                                   executor_addr); }, args);
+}
+
+struct CacheParams {};  // the real one: the core counts (aic/aiv) the call was made with
+CacheParams GetCacheParams();
+
+template <typename... Ts>
+bool hit_cache_v2_ext(aclrtStream acl_stream, const char* aclnn_api, void* phrase2, const std::tuple<Ts...>& args,
+                      int* api_ret, const CacheParams& cache_params, const uint32_t level) {
+  (void)acl_stream, (void)phrase2, (void)args, (void)api_ret, (void)cache_params, (void)level;
+  return CheckAndInitFunc(aclnn_api);  // false: a miss
 }
 
 using PROC_FUNC = std::function<int()>;
