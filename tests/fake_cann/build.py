@@ -6,7 +6,7 @@ follow that torch_npu's symbol list; the hash covers every source here and the c
 new directory and an unchanged tree reuses the old one). Put that directory on LD_LIBRARY_PATH before Python
 starts (the dynamic loader reads it once): torch_npu's NEEDED libraries and its dlopen()s both find them there.
 
-  libascendcl.so       the fake ACL runtime (runtime.cpp), securec's *_s functions (securec.c: torchair's core
+  libascendcl.so       the fake ACL runtime (runtime.cpp, acl_op_route.cpp), securec's *_s functions (securec.c: torchair's core
                        libraries call them), plus a weak stub returning 0 for every other CANN function torch_npu
                        links or looks up, and for every symbol torchair's core/*.so link that nothing defines (GE's
                        C++ API, mangled names as C identifiers; data symbols as zero-filled weak objects): that
@@ -45,6 +45,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+RUNTIME_SOURCES = ["runtime.cpp", "acl_op_route.cpp"]  # libascendcl.so (with runtime.h)
 # every source of opapi/ (an operator's model in a file of its own is compiled in without an edit here)
 OPAPI_SOURCES = sorted(os.path.basename(p) for p in glob.glob(os.path.join(HERE, "opapi", "*.cpp")))
 HCCL_SOURCES = ["comm.cpp", "reduce.cpp", "api.cpp"]
@@ -58,8 +59,8 @@ def _run(cmd):
 
 
 def _sources():
-    paths = [os.path.join(HERE, n) for n in ("runtime.cpp", "regen_symbols.py", "build.py", "alloc_config_shim.cpp",
-                                             "acl_op_desc.h", "securec.c")]
+    paths = [os.path.join(HERE, n) for n in (*RUNTIME_SOURCES, "runtime.h", "regen_symbols.py", "build.py",
+                                             "alloc_config_shim.cpp", "acl_op_desc.h", "securec.c")]
     paths += [os.path.join(HERE, "opapi", n) for n in OPAPI_SOURCES]
     paths += [os.path.join(HERE, "hccl", n) for n in HCCL_SOURCES + ["comm.h", "fake_hccl.h"]]
     paths += sorted(glob.glob(os.path.join(HERE, "opapi", "*.h")))  # every header: a new one is in the hash too
@@ -137,10 +138,12 @@ def build():
         f.writelines(_stub(n, size, tls) for n, (size, tls) in sorted(data.items()))
     _run(["gcc", "-O1", "-fPIC", "-c", stubs, "-o", os.path.join(obj, "stubs.o")])
     _run(["gcc", "-O1", "-fPIC", "-Wall", "-c", os.path.join(HERE, "securec.c"), "-o", os.path.join(obj, "securec.o")])
-    _run(_cxx() + cxxflags + acl_inc + ["-c", os.path.join(HERE, "runtime.cpp"),
-                              "-o", os.path.join(obj, "runtime.o")])
-    _run(_cxx() + ["-shared", "-o", os.path.join(lib, "libascendcl.so"), "-Wl,-soname,libascendcl.so",
-                   os.path.join(obj, "runtime.o"), os.path.join(obj, "stubs.o"), os.path.join(obj, "securec.o")])
+    for src in RUNTIME_SOURCES:
+        _run(_cxx() + cxxflags + acl_inc + ["-c", os.path.join(HERE, src),
+                                  "-o", os.path.join(obj, src.replace(".cpp", ".o"))])
+    _run(_cxx() + ["-shared", "-o", os.path.join(lib, "libascendcl.so"), "-Wl,-soname,libascendcl.so"]
+         + [os.path.join(obj, src.replace(".cpp", ".o")) for src in RUNTIME_SOURCES]
+         + [os.path.join(obj, "stubs.o"), os.path.join(obj, "securec.o")])
     empty = os.path.join(obj, "empty.c")
     with open(empty, "w") as f:
         f.write("/* a fake CANN library: its symbols come from the library it depends on */\n")

@@ -2,7 +2,7 @@
 
 torch_npu's OpCommand describes an operator's inputs and outputs with the ACL descriptor API (aclCreateTensorDesc,
 aclSetTensorFormat / aclSetTensorShape, aclCreateDataBuffer, aclopCreateAttr / aclopSetAttr*) and launches it with
-aclopCompileAndExecute(V2); the fake runtime (tests/fake_cann/runtime.cpp) keeps those objects and libopapi.so
+aclopCompileAndExecute(V2); the fake runtime (tests/fake_cann/acl_op_route.cpp) keeps those objects and libopapi.so
 (tests/fake_cann/opapi/acl_op.cpp) computes the op types the Megatron / MindSpeed GPT step sends there (LogicalNot,
 LogicalAnd, LogicalOr), refusing any other with ACL_ERROR_OP_NOT_FOUND, each launch counted as "acl_op <type>".
 
