@@ -102,6 +102,10 @@ CASES = [
 IDS = [c[0] for c in CASES]
 
 
+# gradcheck: the derivative formulas (the C++ nodes, no architecture-specific code) against finite differences, in
+# float64; the kernels' float64 values are held in every variant and under emulation by the op tests, and the double
+# backward's by test_double_backward_matches_native. So once, natively (arch_independent): emulated, minutes.
+@pytest.mark.arch_independent
 @pytest.mark.parametrize("name,ours,native,make", CASES, ids=IDS)
 def test_gradcheck(name, ours, native, make):
     inputs = make()
@@ -153,6 +157,7 @@ BACKWARD_CASES = [
 ]
 
 
+@pytest.mark.arch_independent  # as test_gradcheck
 @pytest.mark.parametrize("name,fn,make", BACKWARD_CASES, ids=[c[0] for c in BACKWARD_CASES])
 def test_backward_ops_gradcheck(name, fn, make):
     inputs = make()
