@@ -26,16 +26,12 @@ replacement, the API-name check, usable after a successful launch) are in test_n
 """
 
 import ctypes
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
 import fake_cann_lib
-import paths
+import runner
 import torch_ext
 from npu_cache_cases import Opapi, CASES, VARIANTS, COMPOSITE, CACHED, call, cached, to_npu
 
@@ -172,16 +168,9 @@ def expected_row(api, level):
 def test_task_queue_levels():
     """TASK_QUEUE_ENABLE 0, 1 and 2, each in its own process (torch_npu reads it at start), the three at once: the
     hits, and which of torch_npu's lookups ran and on which thread (the fake's counters per thread id)."""
-    procs = {}
-    for level in ("0", "1", "2"):
-        env = dict(os.environ, TASK_QUEUE_ENABLE=level, PYTHONPATH=paths.pythonpath())
-        procs[level] = subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, text=True,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    procs = {level: runner.script(SCRIPT, TASK_QUEUE_ENABLE=level) for level in ("0", "1", "2")}
     for level, proc in procs.items():
-        out, err = proc.communicate(timeout=600)
-        lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
-        assert proc.returncode == 0 and lines, (level, out[-2000:] + err[-4000:])
-        rows = json.loads(lines[-1][len("RESULT "):])
+        rows = runner.result(proc, level)
         assert rows == {api: expected_row(api, level) for api in CASES}, (level, rows)
 
 

@@ -16,12 +16,10 @@ shapes, dtypes, strides, attributes, storage offset, storage size, stream and to
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-import paths
+import runner
 import torch_ext
 from npu_cache_cases import CACHED, CASES, COMPOSITE, cached
 
@@ -72,10 +70,8 @@ print("RESULT " + json.dumps(out))
 
 
 def _run_levels(levels, **env):
-    full = {k: v for k, v in os.environ.items() if not k.startswith("NPU_FAKE_")}
-    full.update(PYTHONPATH=paths.pythonpath(), **env)
-    return subprocess.Popen([sys.executable, "-c", LEVELS_SCRIPT, json.dumps(levels)], env=full, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("NPU_FAKE_")}
+    return runner.script(LEVELS_SCRIPT, json.dumps(levels), base=base, **env)
 
 
 def _check_levels(api, rows):
@@ -127,10 +123,7 @@ def test_each_deterministic_level_misses():
             env["NPU_FAKE_CANN_VERSION"] = cann
         procs[mode, cann] = _run_levels(levels, **env)
     for key, proc in procs.items():
-        out, err = proc.communicate(timeout=600)
-        lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
-        assert proc.returncode == 0 and lines, (key, out[-2000:] + err[-4000:])
-        result = json.loads(lines[-1][len("RESULT "):])
+        result = runner.result(proc, key)
         for api, rows in result["rows"].items():
             if not (result["has levels"] and _level_form()):  # on / off: level 2 and 3 are "on" as 1 is
                 rows = [dict(r, level=min(r["level"], 1)) for r in rows]
@@ -219,19 +212,12 @@ def test_two_devices():
     lookups also run on that device's own queue thread, whose cache is its own (nnopbase's is per thread): the
     extension's device index in the V2 hash is not what keeps them apart on torch_npu (removing it passes this
     test), it keeps the key complete should a queue thread ever serve two devices."""
-    procs = {}
-    for mode in ("1", "2"):
-        for handles in ("", "per-device"):
-            env = {k: v for k, v in os.environ.items() if not k.startswith("NPU_FAKE_")}
-            env.update(PYTHONPATH=paths.pythonpath(), TASK_QUEUE_ENABLE=mode, NPU_FAKE_DEVICE_COUNT="2",
-                       NPU_FAKE_STREAM_HANDLES=handles)
-            procs[mode, handles] = subprocess.Popen([sys.executable, "-c", DEVICES_SCRIPT], env=env, text=True,
-                                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("NPU_FAKE_")}
+    procs = {(mode, handles): runner.script(DEVICES_SCRIPT, base=base, TASK_QUEUE_ENABLE=mode,
+                                            NPU_FAKE_DEVICE_COUNT="2", NPU_FAKE_STREAM_HANDLES=handles)
+             for mode in ("1", "2") for handles in ("", "per-device")}
     for key, proc in procs.items():
-        out, err = proc.communicate(timeout=600)
-        lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
-        assert proc.returncode == 0 and lines, (key, out[-2000:] + err[-4000:])
-        result = json.loads(lines[-1][len("RESULT "):])
+        result = runner.result(proc, key)
         assert result["devices"] == 2
         for api, rows in result["rows"].items():
             phase1 = [1, 2, 2, 2] if cached(api) else [1, 2, 3, 4]

@@ -1,6 +1,7 @@
 """Subprocesses of the tests: Python workers of tests/support started with the test support modules importable, and
 a free localhost port for their process groups."""
 
+import json
 import os
 import socket
 import subprocess
@@ -30,3 +31,18 @@ def worker(name, *args, env_extra=None, base=None, **popen):
     popen.setdefault("stderr", subprocess.STDOUT)
     return subprocess.Popen([sys.executable, paths.worker(name), *map(str, args)], text=True,
                             env=env(base, **(env_extra or {})), **popen)
+
+
+def script(body, *args, base=None, **extra):
+    """`python -c body args...` with this Python, in env(base, **extra) (Popen; stdout and stderr piped apart)."""
+    return subprocess.Popen([sys.executable, "-c", body, *map(str, args)], env=env(base, **extra), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def result(proc, what, timeout=600):
+    """The JSON a script printed on its last "RESULT " line, once it exited 0 (else an assertion naming `what`
+    with the ends of its output)."""
+    out, err = proc.communicate(timeout=timeout)
+    lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, (what, out[-2000:] + err[-4000:])
+    return json.loads(lines[-1][len("RESULT "):])
