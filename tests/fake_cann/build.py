@@ -59,8 +59,8 @@ def _run(cmd):
 
 
 def _sources():
-    paths = [os.path.join(HERE, n) for n in (*RUNTIME_SOURCES, "runtime.h", "regen_symbols.py", "build.py",
-                                             "alloc_config_shim.cpp", "acl_op_desc.h", "securec.c")]
+    paths = [os.path.join(HERE, n) for n in (*RUNTIME_SOURCES, "runtime.h", "float16.h", "regen_symbols.py",
+                                             "build.py", "alloc_config_shim.cpp", "acl_op_desc.h", "securec.c")]
     paths += [os.path.join(HERE, "opapi", n) for n in OPAPI_SOURCES]
     paths += [os.path.join(HERE, "hccl", n) for n in HCCL_SOURCES + ["comm.h", "fake_hccl.h"]]
     paths += sorted(glob.glob(os.path.join(HERE, "opapi", "*.h")))  # every header: a new one is in the hash too

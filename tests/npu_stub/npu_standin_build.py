@@ -32,7 +32,9 @@ OPAPI_SOURCES = [os.path.join(OPAPI, n) for n in ("nnopbase.cpp", "backward.cpp"
 
 def build_runtime():
     h = hashlib.sha256()
-    for path in OPAPI_SOURCES + sorted(glob.glob(os.path.join(OPAPI, "*.h"))):
+    # the sources and every header they include (opapi's, and the fake CANN's float16.h)
+    headers = sorted(glob.glob(os.path.join(OPAPI, "*.h"))) + [os.path.join(OPAPI, "..", "float16.h")]
+    for path in OPAPI_SOURCES + headers:
         with open(path, "rb") as f:
             h.update(f.read())
     digest = h.hexdigest()[:16]

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "../float16.h"
+
 extern "C" {
 typedef int32_t HcclResult;  // CANN's enum: 0 success, 1 parameter, 4 internal, 5 not supported, 9 timeout
 typedef void* HcclComm;
@@ -39,62 +41,10 @@ inline size_t element_size(int32_t dt) {
   }
 }
 
-inline float half_to_float(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-  if (exp == 0) {
-    if (man == 0) {
-      bits = sign;
-    } else {  // subnormal: normalise
-      int e = -1;
-      do { ++e; man <<= 1; } while (!(man & 0x400));
-      bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (man << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-inline uint16_t float_to_half(float f) {  // round to nearest even
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t absx = x & 0x7fffffffu;
-  if (absx >= 0x7f800000u) return sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0);  // inf / nan
-  if (absx >= 0x477ff000u) return sign | 0x7c00u;                                     // overflows to inf
-  if (absx < 0x38800000u) {  // a subnormal half (or zero): scale and round by the float unit
-    float a;
-    std::memcpy(&a, &absx, 4);
-    float scaled = a * 16777216.0f;  // 2^24: one half subnormal step becomes 1
-    uint32_t r = (uint32_t)scaled;
-    float frac = scaled - (float)r;
-    if (frac > 0.5f || (frac == 0.5f && (r & 1))) ++r;
-    return sign | r;
-  }
-  uint32_t mant = absx & 0x7fffff, exp = (absx >> 23) - 127 + 15;
-  uint32_t h = (exp << 10) | (mant >> 13);
-  uint32_t rest = mant & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;  // a carry into the exponent is the right result
-  return sign | h;
-}
-
-inline float bf16_to_float(uint16_t b) {
-  uint32_t bits = (uint32_t)b << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-inline uint16_t float_to_bf16(float f) {  // round to nearest even
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
-  x += 0x7fff + ((x >> 16) & 1);
-  return (uint16_t)(x >> 16);
-}
+// 16-bit floats are added in fp32 and rounded once (round to nearest even), as the operator models compute.
+using fake::bf16_to_float;
+using fake::float_to_bf16;
+using fake::float_to_half;
+using fake::half_to_float;
 
 }  // namespace fake_hccl
