@@ -1,7 +1,7 @@
 """torch_ext.megatron against the real megatron-core (CPU; make's .venv has the release table's default release,
 `make test-megatron MCORE=...` runs this file on another release): the patched fused softmax, bias-GELU and MoE expert bias against Megatron's
 own paths (values and gradients), the npu_ext ops seen to run, patch()/unpatch() restoring every original object,
-status() per target (also in both orders with tests/support/mindspeed_double.py, MindSpeed's replacements by name), the
+status() per target (MindSpeed's replacements in both orders: test_megatron_mindspeed_order.py), the
 import errors, and a small GPTModel trained with and without the patch.
 
 RELEASES is the table of what each megatron-core release has (read from its sources): test_release_table checks
@@ -37,32 +37,17 @@ from torch_ext.testing.tolerances import assert_accurate
 # architecture-specific code of the package here, and make test runs it natively.
 pytestmark = [pytest.mark.megatron, pytest.mark.release, pytest.mark.arch_independent]
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")  # "Transformer Engine and Apex are not installed" and friends
-    import mindspeed_double
-
 from megatron_common import (  # noqa: E402,F401  (imports megatron-core; patched: the fixture)
     ALL, APPLY_BIAS, B, NP, SQ, SK, AttnMaskType, BIAS_GELU_IMPL, FORWARD_FUSED_SOFTMAX, FusedScaleMaskSoftmax, GROUPED_MLP,
     IS_KERNEL_AVAILABLE, MASKS, MCORE, MCORE_KEY, ORIGINALS, PRECISION, RELEASE, RELEASES, SOFTMAX_TARGETS, TARGETS,
     TOL, absent, attention_mask_func, eager, feature, fused_bias_gelu, fused_softmax, load_example,
     megatron_experts, megatron_mlp, original_state, package_info, patched, shared_experts, softmax_module,
+    always_unpatched, expected_status, OURS, OUR_FUNCTIONS,
 )
 from helpers import OpLog, own_stdout  # noqa: E402
 import paths  # noqa: E402
 
 f64 = torch.float64
-# torch_ext.megatron's own functions (the replacements among them), which no scan (ours, MindSpeed's) may rebind
-OUR_FUNCTIONS = {name: f for name, f in vars(tm).items() if inspect.isfunction(f)}
-
-
-@pytest.fixture(autouse=True)
-def _always_unpatched():
-    yield
-    tm.unpatch()
-    assert {name: vars(tm)[name] for name in OUR_FUNCTIONS} == OUR_FUNCTIONS
-    assert original_state() == dict(ORIGINALS, **{"mlp.bias_gelu_impl": ORIGINALS["bias_gelu_impl"],
-                                                  "shared_experts.bias_gelu_impl": ORIGINALS["bias_gelu_impl"]})
-    assert getattr(megatron_experts, "GroupedMLP", None) is GROUPED_MLP
 
 
 @pytest.mark.parametrize("softmax_in_fp32,scale", PRECISION, ids=[f"fp32={a}-scale={b}" for a, b in PRECISION])
@@ -316,19 +301,6 @@ def test_release_table():
     assert hasattr(megatron_experts, "GroupedMLP") == RELEASE["GroupedMLP"]
 
 
-def expected_status(*states):
-    """status() as RELEASES says it must be: each of `states` maps targets to their state when present (a later
-    one wins; default: Megatron's own); the targets the release lacks are ABSENT."""
-    merged = {t: tm.MEGATRON for t in ALL}
-    for s in states:
-        merged.update(s)
-    return {t: (merged[t] if t in RELEASE["targets"] else tm.ABSENT) for t in ALL}
-
-
-OURS = {t: tm.OURS for t in ALL}
-SOFTMAX_REPLACED = {t: tm.REPLACED for t in SOFTMAX_TARGETS}
-
-
 def test_status_follows_patch_and_unpatch():
     assert list(tm.status()) == [f"{m}.{p}" for m, p, _, _ in tm.TARGETS] == list(ALL)
     assert tm.status() == expected_status()
@@ -357,159 +329,6 @@ def test_status_tells_a_wrapper_from_megatrons_own():
     finally:
         tm.unpatch()
         FusedScaleMaskSoftmax.is_kernel_available = ORIGINALS["is_kernel_available"]
-
-
-# ----------------------------------------------------------------------------------------------------------
-# With MindSpeed: tests/support/mindspeed_double.py makes MindSpeed's replacements by name (fused softmax methods and
-# classes, GroupedMLP; bias_gelu_impl and TEGroupedMLP._apply_bias left alone).
-MS_SHAPE = (1, 2, 48, 48)  # passes MindSpeed's gate too (32 < sk <= 4096, sq and sk multiples of 16)
-
-
-def run_fused_softmax():
-    """A fused bf16 causal softmax module's forward and backward: which softmax ran (the double's calls and the
-    npu_ext ops), and the result."""
-    mindspeed_double.CALLS.clear()
-    module = softmax_module(torch.bfloat16, AttnMaskType.causal, True, True, None)
-    x = torch.randn(*MS_SHAPE).to(torch.bfloat16).requires_grad_()
-    log = OpLog()
-    with log:
-        y = module(x.clone(), None)
-        y.backward(torch.ones_like(y))
-    return dict(mindspeed_double.CALLS), log.npu_ext(), y
-
-
-def check_mindspeed_objects():
-    """The double's objects MindSpeed keeps whatever the order: its softmax classes and its GroupedMLP."""
-    assert fused_softmax.ScaledMaskedSoftmax is mindspeed_double.ScaledMaskedSoftmax
-    assert fused_softmax.ScaledUpperTriangMaskedSoftmax is mindspeed_double.ScaledUpperTriangMaskedSoftmax
-    if RELEASE["GroupedMLP"]:
-        assert megatron_experts.GroupedMLP.__module__ == "mindspeed_double"
-        assert megatron_experts.GroupedMLP.__bases__ == (GROUPED_MLP,)
-
-
-def test_mindspeed_then_ours():
-    """The documented order (import mindspeed.megatron_adaptor, then patch()): ours in place for every target
-    this release has, MindSpeed's other replacements kept; unpatch() gives MindSpeed's back."""
-    try:
-        replaced = mindspeed_double.apply()
-        assert set(SOFTMAX_TARGETS) <= set(replaced) and BIAS_GELU_IMPL not in replaced
-        assert tm.status() == expected_status(SOFTMAX_REPLACED)
-        calls, ops, _ = run_fused_softmax()
-        assert calls["forward_fused_softmax"] == 1 and not ops  # MindSpeed's softmax runs
-
-        assert tm.patch() == TARGETS
-        assert tm.status() == expected_status(OURS)
-        assert tm.patched() == TARGETS
-        calls, ops, y = run_fused_softmax()
-        assert "forward_fused_softmax" not in calls and "is_kernel_available" not in calls
-        assert ops == {"npu_ext.scaled_masked_softmax.default", "npu_ext.scaled_masked_softmax_backward.default"}
-        # MindSpeed's modules hold bias_gelu_impl by name: ours now
-        assert mindspeed_double.bias_gelu_impl is tm._bias_gelu
-        check_mindspeed_objects()
-
-        tm.unpatch()
-        assert tm.status() == expected_status(SOFTMAX_REPLACED)
-        assert vars(FusedScaleMaskSoftmax)["forward_fused_softmax"] is mindspeed_double.forward_fused_softmax
-        assert mindspeed_double.bias_gelu_impl is ORIGINALS["bias_gelu_impl"]
-        check_mindspeed_objects()
-    finally:
-        tm.unpatch()
-        mindspeed_double.reset()
-
-
-def test_ours_then_mindspeed():
-    """patch() before MindSpeed's adaptor: MindSpeed's softmax replaces ours (README), status() says so; the
-    bias-GELU and the expert bias stay ours; unpatch() leaves MindSpeed's objects and restores the rest."""
-    try:
-        tm.patch()
-        mindspeed_double.apply()
-        assert tm.status() == expected_status(OURS, SOFTMAX_REPLACED)
-        assert tm.patched() == [t for t in TARGETS if t not in SOFTMAX_TARGETS]
-        # MindSpeed's patch manager rebinds every module attribute named like its target that held what it
-        # replaced (ours here): torch_ext.megatron holds ours under names of its own, which it leaves alone
-        assert vars(tm)["_softmax_forward"] is OUR_FUNCTIONS["_softmax_forward"]
-        calls, ops, _ = run_fused_softmax()
-        assert calls["forward_fused_softmax"] == 1 and not ops  # MindSpeed's softmax wins
-        check_mindspeed_objects()
-
-        tm.unpatch()
-        assert tm.status() == expected_status(SOFTMAX_REPLACED)
-        assert vars(FusedScaleMaskSoftmax)["forward_fused_softmax"] is mindspeed_double.forward_fused_softmax
-        assert fused_bias_gelu.bias_gelu_impl is mindspeed_double.bias_gelu_impl is ORIGINALS["bias_gelu_impl"]
-    finally:
-        tm.unpatch()
-        mindspeed_double.reset()  # puts back what it found: ours, which unpatch() no longer knows of
-        FusedScaleMaskSoftmax.is_kernel_available = ORIGINALS["is_kernel_available"]
-        FusedScaleMaskSoftmax.forward_fused_softmax = ORIGINALS["forward_fused_softmax"]
-
-
-def test_mindspeed_repatch_then_patch_again():
-    """MindSpeed, patch(), MindSpeed's repatch() (RL frameworks call it), patch() again: the repatch puts MindSpeed's
-    softmax over ours (status() says so), the second patch() puts ours back on every target, and unpatch() then
-    gives MindSpeed's back. Fails with a patch() that returns early once it has patched (0.4's)."""
-    try:
-        mindspeed_double.apply()
-        assert tm.patch() == TARGETS
-        mindspeed_double.repatch()
-        assert tm.status() == expected_status(OURS, SOFTMAX_REPLACED)
-        assert tm.patched() == [t for t in TARGETS if t not in SOFTMAX_TARGETS]
-        calls, ops, _ = run_fused_softmax()
-        assert calls["forward_fused_softmax"] == 1 and not ops  # MindSpeed's softmax runs
-        assert vars(tm)["_softmax_forward"] is OUR_FUNCTIONS["_softmax_forward"]
-
-        assert tm.patch() == TARGETS
-        assert tm.status() == expected_status(OURS)
-        calls, ops, _ = run_fused_softmax()
-        assert "forward_fused_softmax" not in calls
-        assert ops == {"npu_ext.scaled_masked_softmax.default", "npu_ext.scaled_masked_softmax_backward.default"}
-        assert tm.patch() == TARGETS  # nothing left to change
-
-        tm.unpatch()
-        assert tm.status() == expected_status(SOFTMAX_REPLACED)
-        assert vars(FusedScaleMaskSoftmax)["forward_fused_softmax"] is mindspeed_double.forward_fused_softmax
-        assert vars(FusedScaleMaskSoftmax)["is_kernel_available"] is mindspeed_double.is_kernel_available
-        assert fused_bias_gelu.bias_gelu_impl is mindspeed_double.bias_gelu_impl is ORIGINALS["bias_gelu_impl"]
-        check_mindspeed_objects()
-    finally:
-        tm.unpatch()
-        mindspeed_double.reset()
-
-
-def test_ours_then_mindspeed_then_ours_again():
-    """patch(), MindSpeed's adaptor, patch() again: ours back in place, and unpatch() gives back what our latest
-    replacement found, MindSpeed's, never Megatron's over MindSpeed's (what the first patch() found)."""
-    try:
-        tm.patch()
-        mindspeed_double.apply()
-        assert tm.status() == expected_status(OURS, SOFTMAX_REPLACED)
-        assert tm.patch() == TARGETS
-        assert tm.status() == expected_status(OURS)
-        tm.unpatch()
-        assert tm.status() == expected_status(SOFTMAX_REPLACED)
-        assert vars(FusedScaleMaskSoftmax)["forward_fused_softmax"] is mindspeed_double.forward_fused_softmax
-        assert vars(FusedScaleMaskSoftmax)["is_kernel_available"] is mindspeed_double.is_kernel_available
-        check_mindspeed_objects()
-    finally:
-        tm.unpatch()
-        mindspeed_double.reset()
-        FusedScaleMaskSoftmax.is_kernel_available = ORIGINALS["is_kernel_available"]
-        FusedScaleMaskSoftmax.forward_fused_softmax = ORIGINALS["forward_fused_softmax"]
-
-
-def test_mindspeed_double_softmax_is_megatrons_formula():
-    """The double's softmax computes what Megatron's torch path does, so that a model trains through it."""
-    x = torch.randn(*MS_SHAPE).to(torch.bfloat16)
-    module = softmax_module(torch.bfloat16, AttnMaskType.causal, True, True, None)
-    try:
-        mindspeed_double.apply()
-        mindspeed_double.CALLS.clear()
-        theirs = module(x.clone(), None)
-        assert mindspeed_double.CALLS["forward_fused_softmax"] == 1
-    finally:
-        mindspeed_double.reset()
-    causal = torch.ones(MS_SHAPE[-2:], dtype=torch.bool).triu(1)
-    reference = softmax_module(torch.bfloat16, AttnMaskType.causal, False, True, None)(x.clone(), causal)
-    torch.testing.assert_close(theirs, reference, rtol=0, atol=0)
 
 
 # ----------------------------------------------------------------------------------------------------------

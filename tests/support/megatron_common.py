@@ -3,6 +3,7 @@ objects, the table of what each release has (RELEASES), the originals before any
 Megatron's own paths run eagerly, and the fused softmax's modules and masks. Importing it imports megatron-core."""
 
 import importlib.util
+import inspect
 import os
 import warnings
 
@@ -145,3 +146,33 @@ def load_example():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+# ----------------------------------------------------------------------------------------------------------
+# status() and the state after each test
+# torch_ext.megatron's own functions (the replacements among them), which no scan (ours, MindSpeed's) may rebind
+OUR_FUNCTIONS = {name: f for name, f in vars(tm).items() if inspect.isfunction(f)}
+
+
+@pytest.fixture(autouse=True)
+def always_unpatched():
+    """Autouse in the modules that import it: every test ends unpatched, with every original in place."""
+    yield
+    tm.unpatch()
+    assert {name: vars(tm)[name] for name in OUR_FUNCTIONS} == OUR_FUNCTIONS
+    assert original_state() == dict(ORIGINALS, **{"mlp.bias_gelu_impl": ORIGINALS["bias_gelu_impl"],
+                                                  "shared_experts.bias_gelu_impl": ORIGINALS["bias_gelu_impl"]})
+    assert getattr(megatron_experts, "GroupedMLP", None) is GROUPED_MLP
+
+
+def expected_status(*states):
+    """status() as RELEASES says it must be: each of `states` maps targets to their state when present (a later
+    one wins; default: Megatron's own); the targets the release lacks are ABSENT."""
+    merged = {t: tm.MEGATRON for t in ALL}
+    for s in states:
+        merged.update(s)
+    return {t: (merged[t] if t in RELEASE["targets"] else tm.ABSENT) for t in ALL}
+
+
+OURS = {t: tm.OURS for t in ALL}
+SOFTMAX_REPLACED = {t: tm.REPLACED for t in SOFTMAX_TARGETS}
