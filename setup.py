@@ -368,7 +368,7 @@ setup(
     name="torch_ext",
     version=_package_version(),
     description="Ascend aclnn backward operators as PyTorch custom ops (torch.ops.npu_ext), with fast CPU kernels",
-    packages=["torch_ext", "torch_ext.testing"],
+    packages=["torch_ext", "torch_ext.testing", "torch_ext.testing.families"],
     # the release table: torch_ext._compat reads the supported range from it at import (an installed wheel has it)
     package_data={"torch_ext": ["releases.json"]},
     ext_modules=_extensions(),

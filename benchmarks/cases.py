@@ -65,78 +65,13 @@ def _nbytes(*tensors):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Problem shapes and values: the sample table (torch_ext/testing/samples.py) at sizes small / medium / large (64K / 1M /
-# 4M elements).
-def _args(op, dtype, size, variant, seed):
-    args, _ = samples.OPS[op].make(dtype, size, variant, _gen(seed))
-    return args
-
-
-def gelu_cases(dtype, size, approximate):
-    g, x = _args("gelu_backward_v2", dtype, size, approximate, 1)
-    name = "erf" if approximate == "none" else "tanh"
-    return Case(
-        op=f"gelu_backward_v2[{name}]", dtype=_dname(dtype), size=size, shape=_fmt(x.shape), numel=x.numel(),
-        bytes=3 * _nbytes(x), memory_bound=False,
-        ext=lambda: ext.gelu_backward_v2(g, x, approximate),
-        baselines={"aten.gelu_backward": lambda: aten.gelu_backward(g, x, approximate=approximate)},
-    )
-
-
-def logit_cases(dtype, size):
-    x, dy, eps = _args("logit_grad", dtype, size, "1e-06", 2)
-    return Case(
-        op="logit_grad", dtype=_dname(dtype), size=size, shape=_fmt(x.shape), numel=x.numel(), bytes=3 * _nbytes(x),
-        ext=lambda: ext.logit_grad(x, dy, eps),
-        baselines={"aten.logit_backward": lambda: aten.logit_backward(dy, x, eps)},
-    )
-
-
-def prelu_cases(dtype, size):
-    g, x, w = _args("prelu_backward", dtype, size, "channel", 3)
-    C = x.shape[1]
-    w_view = w.view(1, C, 1, 1)
-
-    def aten_prelu_backward():
-        # What F.prelu's autograd runs: _prelu_kernel_backward on the broadcast weight view, whose grad is
-        # then reduced to the weight's shape.
-        gi, gw = aten._prelu_kernel_backward(g, x, w_view)
-        return gi, gw.sum_to_size(w_view.shape).view(C)
-
-    return Case(
-        op="prelu_backward", dtype=_dname(dtype), size=size, shape=_fmt(x.shape), numel=x.numel(),
-        bytes=3 * _nbytes(x) + 2 * _nbytes(w), ext=lambda: ext.prelu_backward(g, x, w),
-        baselines={"aten._prelu_kernel_backward+sum": aten_prelu_backward},
-    )
-
-
-def grouped_cases(dtype, size):
-    grad_y, group_idx, _ = _args("grouped_bias_add_grad", dtype, size, "end", 4)
-    (N, H), G = grad_y.shape, group_idx.numel()
-    counts = group_idx.diff(prepend=group_idx.new_zeros(1))
-    bounds = list(zip([0] + group_idx[:-1].tolist(), group_idx.tolist()))
-    row_group = torch.repeat_interleave(torch.arange(G), counts)  # precomputed: not timed
-
-    def index_add():
-        return torch.zeros(G, H, dtype=dtype).index_add_(0, row_group, grad_y)
-
-    def per_group_loop():
-        return torch.stack([grad_y[s:e].sum(0) for s, e in bounds])
-
-    def segment_reduce():
-        return torch.segment_reduce(grad_y, "sum", lengths=counts, axis=0)
-
-    return Case(
-        op="grouped_bias_add_grad", dtype=_dname(dtype), size=size, shape=f"{N}x{H}, G={G}", numel=grad_y.numel(),
-        bytes=_nbytes(grad_y) + G * H * grad_y.element_size(), ext=lambda: ext.grouped_bias_add_grad(grad_y, group_idx, 0),
-        baselines={"index_add_": index_add, "per-group sum loop": per_group_loop,
-                   "segment_reduce": segment_reduce},
-        # The floor of any kernel here: reading grad_y once (a full sum in the same dtype, the cheapest
-        # reduction, same threads). Where the best alternative is within 2x of it, no kernel can be 2x faster
-        # than that alternative.
-        references={"floor: grad_y.sum()": lambda: grad_y.sum()},
-        floor="floor: grad_y.sum()",
-    )
+# Each family's rows (its OpInfo.bench in torch_ext/testing/families/): problem shapes and values from the sample
+# table at sizes small / medium / large (64K / 1M / 4M elements), the npu_ext call and the PyTorch alternatives.
+def op_case(name, fn, dtype, size, inductor=False):
+    fields = fn(dtype, size, inductor)
+    shape = fields.pop("shape")
+    return Case(op=name, dtype=_dname(dtype), size=size, shape=shape if isinstance(shape, str) else _fmt(shape),
+                **fields)
 
 
 # grouped_bias_add_grad at its floor: a grad_y of 32M elements (128 MB fp32, beyond the caches), few, some
@@ -163,37 +98,6 @@ def grouped_floor_case(dtype, n, h, groups):
         references={"floor: grad_y.sum()": lambda: grad_y.sum()}, floor="floor: grad_y.sum()")
 
 
-def _smsb_composite(g, y, mask, scale):
-    s = (g * y).sum(-1, keepdim=True)
-    return (scale * (g - s) * y).masked_fill(mask, 0)
-
-
-def softmax_cases(dtype, size, with_inductor=True):
-    g, y, mask, scale = _args("scaled_masked_softmax_backward", dtype, size, "mask", 5)
-    mask_full = mask.expand(g.shape).contiguous()
-
-    compiled = {}
-    if with_inductor:
-        def make():
-            fn = torch.compile(_smsb_composite, backend="inductor", dynamic=False, fullgraph=True)
-            fn(g, y, mask, scale)  # compile now, outside the timed region
-            return lambda: fn(g, y, mask, scale)
-        compiled["inductor(composite)"] = make
-
-    return Case(
-        op="scaled_masked_softmax_backward", dtype=_dname(dtype), size=size, shape=_fmt(g.shape),
-        numel=g.numel(), bytes=3 * _nbytes(g) + mask.numel(), ext=lambda: ext.scaled_masked_softmax_backward(g, y, mask, scale, False),
-        baselines={
-            "eager composite": lambda: _smsb_composite(g, y, mask, scale),
-            # No scale and a full-size mask: strictly less work than the op; timed as is.
-            "aten._masked_softmax_backward": lambda: aten._masked_softmax_backward(g, y, mask_full, 3),
-        },
-        compiled=compiled,
-        # The floor of any out-of-place kernel here: a fresh output (page faults above 32 MB) + one pass.
-        references={"floor: empty+copy": lambda: torch.empty_like(g).copy_(g)},
-    )
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Forward + backward of the torch_ext functional API against plain PyTorch: the sample table's training
 # function, its native equivalent and inputs (samples.OPS[op].function / native / function_inputs).
@@ -205,23 +109,18 @@ def _fwd_bwd(fn, inputs, grad):
     return run
 
 
-TRAINING = {  # case name -> (backward op whose table entry it uses, variant, PyTorch label, bytes / x bytes)
-    "gelu fwd+bwd": ("gelu_backward_v2", "none", "F.gelu", 5),
-    "logit fwd+bwd": ("logit_grad", "1e-06", "torch.logit", 5),
-    "prelu fwd+bwd": ("prelu_backward", "channel", "F.prelu", 5),
-    "scaled_masked_softmax fwd+bwd": ("scaled_masked_softmax_backward", "mask", "softmax(masked_fill)", 5),
-    "grouped_bias_add fwd+bwd": ("grouped_bias_add_grad", "end", "x + bias[row_group]", 4),
-}
+# case name -> (backward op whose table entry it uses, variant, PyTorch label, bytes / x bytes, memory bound)
+TRAINING = {f"{info.forward} fwd+bwd": (info.name, *info.training) for info in samples.OPS.values()}
 
 
 def _training_case(case_name, dtype, size, gen):
-    op, variant, label, per_x = TRAINING[case_name]
+    op, variant, label, per_x, memory_bound = TRAINING[case_name]
     info = samples.OPS[op]
     inputs, kwargs = info.function_inputs(dtype, size, variant, gen)
     xs = [t.requires_grad_() for t in inputs]
     g = _randn(xs[0].shape, dtype, gen)
     return Case(op=case_name, dtype=_dname(dtype), size=size, shape=_fmt(xs[0].shape), numel=xs[0].numel(),
-                bytes=per_x * _nbytes(xs[0].detach()), memory_bound=op != "gelu_backward_v2",
+                bytes=per_x * _nbytes(xs[0].detach()), memory_bound=memory_bound,
                 ext=_fwd_bwd(lambda: info.function(*xs, **kwargs), xs, g),
                 baselines={label: _fwd_bwd(lambda: info.native(*xs, **kwargs), xs, g)})
 
@@ -351,15 +250,8 @@ def build_cases(sizes, dtypes, ops: Optional[List[str]] = None, inductor_sizes=(
     for size in sizes:
         for dname in dtypes:
             dt = DTYPES[dname]
-            entries = [
-                ("gelu_backward_v2[erf]", functools.partial(gelu_cases, dt, size, "none")),
-                ("gelu_backward_v2[tanh]", functools.partial(gelu_cases, dt, size, "tanh")),
-                ("logit_grad", functools.partial(logit_cases, dt, size)),
-                ("prelu_backward", functools.partial(prelu_cases, dt, size)),
-                ("grouped_bias_add_grad", functools.partial(grouped_cases, dt, size)),
-                ("scaled_masked_softmax_backward",
-                 functools.partial(softmax_cases, dt, size, size in inductor_sizes)),
-            ]
+            entries = [(name, functools.partial(op_case, name, fn, dt, size, size in inductor_sizes))
+                       for info in samples.OPS.values() for name, fn in info.bench]
             for name, mk in entries:
                 if ops and not any(o in name for o in ops):
                     continue
@@ -382,5 +274,7 @@ def build_cases(sizes, dtypes, ops: Optional[List[str]] = None, inductor_sizes=(
     # samples' "xlarge" size (4x16x512x512, a 64 MB output).
     if xlarge and "fp32" in dtypes and (not ops or any(o in "scaled_masked_softmax_backward" for o in ops)):
         makers.append(("scaled_masked_softmax_backward",
-                       lambda: [softmax_cases(torch.float32, "xlarge", False)]))
+                       lambda: [op_case("scaled_masked_softmax_backward",
+                                        dict(samples.OPS["scaled_masked_softmax_backward"].bench)[
+                                            "scaled_masked_softmax_backward"], torch.float32, "xlarge")]))
     return makers

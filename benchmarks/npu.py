@@ -84,44 +84,11 @@ class FakeCannCounters:
 
 
 def _count_cases(dt, dev):
-    """(name, make_inputs, forward) per case: make_inputs() -> dict of leaf tensors, forward(**inputs) -> y."""
-    import torch_ext as te
+    """(name, make_inputs, forward) per case: make_inputs() -> dict of leaf tensors, forward(**inputs) -> y. Each
+    family's cases are in its sample-table entry (OpInfo.count_cases, torch_ext/testing/families/)."""
+    from torch_ext.testing import samples
 
-    def leaf(t):
-        return t.to(dev).requires_grad_(t.is_floating_point())
-
-    def bool_mask(shape, p=0.3):
-        return (torch.rand(shape) < p).to(dev)
-
-    B, N, S = 2, 4, 64
-    return [
-        ("gelu none", lambda: {"x": leaf(torch.randn(64, 256).to(dt))}, lambda x: te.gelu(x)),
-        ("gelu tanh", lambda: {"x": leaf(torch.randn(64, 256).to(dt))}, lambda x: te.gelu(x, approximate="tanh")),
-        ("prelu", lambda: {"x": leaf(torch.randn(8, 16, 128).to(dt)), "w": leaf(torch.rand(16).to(dt))},
-         lambda x, w: te.prelu(x, w)),
-        ("logit", lambda: {"x": leaf((torch.rand(64, 256) * 0.9 + 0.05).to(dt))}, lambda x: te.logit(x, 1e-6)),
-        ("softmax, mask", lambda: {"x": leaf(torch.randn(B, N, S, S).to(dt)), "m": bool_mask((B, 1, S, S))},
-         lambda x, m: te.scaled_masked_softmax(x, m, scale=0.125)),
-        ("softmax, no mask", lambda: {"x": leaf(torch.randn(B, N, S, S).to(dt))},
-         lambda x: te.scaled_masked_softmax(x, None, scale=0.125)),
-        ("softmax, causal", lambda: {"x": leaf(torch.randn(B, N, S, S).to(dt))},
-         lambda x: te.scaled_masked_softmax(x, None, scale=0.125, fix_triu_mask=True)),
-        ("softmax, mask, zero", lambda: {"x": leaf(torch.randn(B, N, S, S).to(dt)), "m": bool_mask((B, 1, S, S))},
-         lambda x, m: te.scaled_masked_softmax(x, m, scale=0.125, fully_masked="zero")),
-        ("softmax, padding, zero", lambda: {"x": leaf(torch.randn(B, N, S, S).to(dt)),
-                                            "m": bool_mask((B, 1, 1, S))},
-         lambda x, m: te.scaled_masked_softmax(x, m, scale=0.125, fully_masked="zero")),
-        ("grouped", lambda: {"x": leaf(torch.randn(4, 32, 256).to(dt)), "b": leaf(torch.randn(4, 256).to(dt))},
-         lambda x, b: te.grouped_bias_add(x, b)),
-        ("grouped, group_idx", lambda: {"x": leaf(torch.randn(128, 256).to(dt)), "b": leaf(torch.randn(4, 256).to(dt)),
-                                        "i": torch.tensor([40, 0, 50, 38]).to(dev)},
-         lambda x, b, i: te.grouped_bias_add(x, b, i, 1)),
-        ("grouped, group_idx, probs", lambda: {"x": leaf(torch.randn(128, 256).to(dt)),
-                                               "b": leaf(torch.randn(4, 256).to(dt)),
-                                               "i": torch.tensor([40, 0, 50, 38]).to(dev),
-                                               "p": leaf(torch.rand(128))},
-         lambda x, b, i, p: te.grouped_bias_add(x, b, i, 1, probs=p)),
-    ]
+    return [case for info in samples.OPS.values() if info.count_cases for case in info.count_cases(dt, dev)]
 
 
 def launch_counts(counters, dtypes=("fp16", "bf16", "fp32"), dev="npu"):

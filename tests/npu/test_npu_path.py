@@ -37,6 +37,28 @@ def test_every_op_has_privateuse1_kernels(backend):
 # ------------------------------------------------------------------------------------------------------------
 # Results against the CPU kernels.
 
+# Every sample of the table (each family's OpInfo, torch_ext/testing/families/), in every layout: the functional
+# overload through exactly one of the family's aclnn entry points (both phases), and the .out overload into
+# non-contiguous outputs, against the CPU kernel. The tests after these add each operator's own cases.
+_SAMPLES = [(layout_, s) for layout_ in samples.LAYOUTS for s in samples.samples(dtypes=DTYPES, layout=layout_)]
+
+
+@pytest.mark.parametrize("kind,sample", _SAMPLES, ids=[f"{s.id}-{kind}" for kind, s in _SAMPLES])
+def test_every_sample_against_the_cpu_kernel(backend, kind, sample):
+    info = sample.info
+    expected = sample.run()
+    backend.reset()
+    got = npu(info.op.default, *sample.args, **sample.kwargs)
+    calls = backend.aclnn_calls()
+    assert len(calls) == 1 and set(calls) <= set(info.aclnn) and sum(calls.values()) == 2, calls
+    for a, e in zip(got if isinstance(got, tuple) else (got,), expected):
+        assert_close(a, e)
+    outs = {name: noncontiguous_out(e.shape, e.dtype) for name, e in zip(info.outputs, expected)}
+    assert npu(info.op.out, *sample.args, **sample.kwargs, **outs) is None
+    for name, e in zip(info.outputs, expected):
+        assert_close(outs[name], e)
+
+
 @pytest.mark.parametrize("kind", LAYOUTS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("approximate", ["none", "tanh"])

@@ -3,7 +3,7 @@ others; each family has its Python module (torch_ext/_family_<family>.py, one pe
 which registers what the page says: the training function of its forward op, the op's autocast rule, its torchair
 decomposition, its --check cases; the files it names outside the folder exist; the schemas the folders register
 are the ops torch.ops.npu_ext has, the sample table's ops and README's operator table; every aclnn entry point the
-NPU sources declare is modelled by the fake CANN and named in docs/npu.md."""
+NPU sources declare is modelled by the fake CANN and has its row in docs/operators.md."""
 
 import importlib
 import re
@@ -143,10 +143,18 @@ def test_the_modules_are_written_in_the_family_modules():
 
 
 def test_the_files_outside_the_folder_exist():
+    """At most five additions outside the pair's folder and module, each existing; a folder the page names (ending
+    in /) holds one file per family, named after it (shared files aside)."""
     names = outside_files()
-    assert len(names) >= 8 and "torch_ext/_families.py" in names, names
+    assert len(names) <= 5 and "torch_ext/_families.py" in names, names
     for name in names:
         assert (ROOT / name.rstrip("/")).exists(), name
+        if name.endswith("/"):
+            per_family = {p.stem for p in (ROOT / name).iterdir() if p.suffix in (".py", ".cpp")} - SHARED_FILES
+            assert per_family == set(FAMILIES), (name, sorted(per_family))
+
+
+SHARED_FILES = {"__init__", "common"}  # in a per-family folder: its package file, the helpers its models share
 
 
 def test_the_folders_register_every_op_and_no_other():
@@ -182,8 +190,14 @@ def declared_entry_points():
 def test_every_declared_aclnn_entry_point_is_modelled_and_documented():
     declared = declared_entry_points()
     assert len(declared) >= 10, declared
-    fake = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests" / "fake_cann" / "opapi").glob("*.cpp"))
-    npu_md = (ROOT / "docs" / "npu.md").read_text(encoding="utf-8")
+    fake = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests" / "fake_cann" / "opapi").rglob("*.cpp"))
+    operators_md = (ROOT / "docs" / "operators.md").read_text(encoding="utf-8")
+    calls = operators_md[operators_md.index("## The aclnn calls"):]
     for name in sorted(declared):
         assert re.search(rf"\b{name}GetWorkspaceSize\(", fake), f"{name}: no model in tests/fake_cann/opapi"
-        assert name in npu_md, f"{name}: not in docs/npu.md"
+        assert re.search(rf"^\| {name} \|", calls, re.M), f"{name}: no row in docs/operators.md, The aclnn calls"
+    # the backward ops' entry points are those the sample table counts in the NPU tests (OpInfo.aclnn)
+    counted = {api for info in samples.OPS.values() for api in info.aclnn}
+    assert counted <= declared, (sorted(counted), sorted(declared))
+    for info in samples.OPS.values():
+        assert info.aclnn and info.probe and info.errors and info.bench and info.gradcheck, info.name

@@ -29,8 +29,10 @@ import fake_cann_lib
 import paths
 import torch_ext
 
-ACLNN_APIS = ["aclnnGeluBackwardV2", "aclnnPreluBackward", "aclnnGroupedBiasAddGrad", "aclnnGroupedBiasAddGradV2",
-              "aclnnScaledMaskedSoftmaxBackward", "aclnnLogitGrad"]
+from torch_ext.testing import samples
+
+# The backward operators' aclnn entry points (each family's OpInfo.aclnn).
+ACLNN_APIS = [api for info in samples.OPS.values() for api in info.aclnn]
 
 
 class _Backend:

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from torch_ext.testing import tolerances
+from torch_ext.testing import samples, tolerances
 
 import npu_backend
 
@@ -35,14 +35,8 @@ def warm_up_probes():
     """Each aclnn entry point is probed once per process and device, at its first use (a small call through both
     phases, synchronised): done here, so that the entry-point calls the tests below count are their own (the
     scenario tests count the probes' calls too)."""
-    x, w, gy = torch.rand(2, 3), torch.rand(3), torch.rand(4, 3)
-    npu(ops.logit_grad.default, x, x, -1.0)
-    npu(ops.gelu_backward_v2.default, x, x, "none")
-    npu(ops.prelu_backward.default, x, x, w)
-    npu(ops.grouped_bias_add_grad.default, gy, torch.tensor([1, 3]), 1)  # aclnnGroupedBiasAddGradV2
-    npu(ops.grouped_bias_add_grad.default, gy, torch.tensor([1, 4]), 0)  # aclnnGroupedBiasAddGrad
-    g4 = torch.rand(1, 1, 2, 3)
-    npu(ops.scaled_masked_softmax_backward.default, g4, g4, torch.zeros(1, 1, 2, 3, dtype=torch.bool), 1.0, False)
+    for info in samples.OPS.values():  # each family's probe call (OpInfo.probe)
+        info.probe(npu)
 
 
 def npu(overload, *args, **kwargs):

@@ -16,6 +16,11 @@ from torch.autograd import gradcheck, gradgradcheck
 import torch_ext
 from helpers import python_frames
 from torch_ext.testing import oracle, samples
+from torch_ext.testing.families.grouped_bias_add import GROUP_COUNT, native_grouped, native_grouped_probs
+from torch_ext.testing.families.scaled_masked_softmax import ROW_MASK
+from torch_ext.testing.families.scaled_masked_softmax import causal_mask as causal
+from torch_ext.testing.families.scaled_masked_softmax import native_softmax
+from torch_ext.testing.opinfo import leaf as rand
 from torch_ext.testing.tolerances import THRESHOLD, assert_accurate, relative_errors
 
 pytestmark = pytest.mark.release
@@ -24,81 +29,9 @@ ops = torch.ops.npu_ext
 f64 = torch.float64
 
 
-def rand(shape, low, high, dtype=f64, requires_grad=True):
-    t = (torch.rand(shape, dtype=f64) * (high - low) + low).to(dtype)
-    return t.requires_grad_(requires_grad)
-
-
-def causal(s1, s2):
-    return torch.ones(s1, s2, dtype=torch.bool).triu(1)
-
-
-native_softmax = samples.native_softmax  # the native PyTorch references of the sample table
-native_grouped = samples.native_grouped
-
-
-GROUP_END = torch.tensor([3, 3, 7, 12])  # cumulative ends; group 1 is empty
-GROUP_COUNT = torch.tensor([3, 0, 4, 5], dtype=torch.int32)
-PAD_MASK = torch.tensor([False] * 6 + [True] * 2).reshape(1, 1, 1, 8).expand(2, 1, 1, 8).clone()
-PAD_MASK[1, ..., 4:] = True
-ROW_MASK = torch.rand(2, 1, 3, 8) < 0.4  # with fully masked rows: [0, 0, 1] and [1, 0, 2]
-ROW_MASK[0, 0, 1] = True
-ROW_MASK[1, 0, 2] = True
-ROW_MASK[:, :, 0, 0] = False
-
-
-def native_softmax_zero_rows(x, mask, scale):
-    """Megatron's fused-kernel convention, written natively: rows with every position masked are 0."""
-    return torch.where(mask.all(-1, keepdim=True), 0.0, native_softmax(x, mask, scale))
-
-
-def native_grouped_probs(x, b, p, group_idx=None, group_idx_type=0):
-    """x + p * bias[group], the prob-weighted expert bias, written natively."""
-    return x + p.reshape(x.shape[:-1] + (1,)) * native_grouped(torch.zeros_like(x), b, group_idx, group_idx_type)
-
-
-# ----------------------------------------------------------------------------------------------------------
-# (name, ours, native, input maker). Both functions take the same tensors; makers return fp64 leaves.
-CASES = [
-    ("gelu", lambda x: torch_ext.gelu(x), lambda x: F.gelu(x),
-     lambda: [rand((5, 7), -4, 4)]),
-    ("gelu_tanh", lambda x: torch_ext.gelu(x, "tanh"), lambda x: F.gelu(x, approximate="tanh"),
-     lambda: [rand((5, 7), -4, 4)]),
-    ("prelu", torch_ext.prelu, F.prelu,
-     lambda: [rand((3, 4, 5), -2, 2), rand((4,), -0.5, 0.5)]),
-    ("prelu_scalar_w", torch_ext.prelu, F.prelu,
-     lambda: [rand((3, 4, 2, 2), -2, 2), rand((1,), 0.1, 0.4)]),
-    ("logit", lambda x: torch_ext.logit(x), lambda x: torch.logit(x),
-     lambda: [rand((5, 7), 0.05, 0.95)]),
-    ("logit_eps", lambda x: torch_ext.logit(x, 0.2), lambda x: torch.logit(x, 0.2),
-     # values on both sides of the clamp, away from the kinks at 0.2 / 0.8 (gradcheck needs smoothness)
-     lambda: [torch.cat([rand((12,), 0.25, 0.75, requires_grad=False), rand((6,), 0.01, 0.15, requires_grad=False),
-                         rand((6,), 0.85, 0.99, requires_grad=False)]).reshape(4, 6).requires_grad_()]),
-    ("softmax_causal", lambda x: torch_ext.scaled_masked_softmax(x, causal(4, 6), 0.5),
-     lambda x: native_softmax(x, causal(4, 6), 0.5), lambda: [rand((2, 2, 4, 6), -3, 3)]),
-    ("softmax_fix_triu", lambda x: torch_ext.scaled_masked_softmax(x, None, 1.5, fix_triu_mask=True),
-     lambda x: native_softmax(x, causal(4, 6), 1.5), lambda: [rand((1, 2, 4, 6), -3, 3)]),
-    ("softmax_padding", lambda x: torch_ext.scaled_masked_softmax(x, PAD_MASK, 0.7),
-     lambda x: native_softmax(x, PAD_MASK, 0.7), lambda: [rand((2, 2, 3, 8), -3, 3)]),
-    ("softmax_zero_rows", lambda x: torch_ext.scaled_masked_softmax(x, ROW_MASK, 0.7, fully_masked="zero"),
-     lambda x: native_softmax_zero_rows(x, ROW_MASK, 0.7), lambda: [rand((2, 2, 3, 8), -3, 3)]),
-    ("softmax_3d_nomask", lambda x: torch_ext.scaled_masked_softmax(x, None, 2.0),
-     lambda x: torch.softmax(2.0 * x, -1), lambda: [rand((2, 3, 8), -3, 3)]),
-    ("grouped_end", lambda x, b: torch_ext.grouped_bias_add(x, b, GROUP_END, 0),
-     lambda x, b: native_grouped(x, b, GROUP_END, 0), lambda: [rand((12, 6), -2, 2), rand((4, 6), -2, 2)]),
-    ("grouped_count", lambda x, b: torch_ext.grouped_bias_add(x, b, GROUP_COUNT, 1),
-     lambda x, b: native_grouped(x, b, GROUP_COUNT, 1), lambda: [rand((12, 6), -2, 2), rand((4, 6), -2, 2)]),
-    ("grouped_3d", lambda x, b: torch_ext.grouped_bias_add(x, b), lambda x, b: native_grouped(x, b),
-     lambda: [rand((4, 3, 6), -2, 2), rand((4, 1, 6), -2, 2)]),
-    ("grouped_probs_count", lambda x, b, p: torch_ext.grouped_bias_add(x, b, GROUP_COUNT, 1, probs=p),
-     lambda x, b, p: native_grouped_probs(x, b, p, GROUP_COUNT, 1),
-     lambda: [rand((12, 6), -2, 2), rand((4, 6), -2, 2), rand((12, 1), 0, 1)]),
-    ("grouped_probs_end", lambda x, b, p: torch_ext.grouped_bias_add(x, b, GROUP_END, 0, probs=p),
-     lambda x, b, p: native_grouped_probs(x, b, p, GROUP_END, 0),
-     lambda: [rand((12, 6), -2, 2), rand((4, 6), -2, 2), rand((12,), -1, 1)]),
-    ("grouped_probs_3d", lambda x, b, p: torch_ext.grouped_bias_add(x, b, probs=p),
-     lambda x, b, p: native_grouped_probs(x, b, p), lambda: [rand((4, 3, 6), -2, 2), rand((4, 6), -2, 2), rand((4, 3), 0, 1)]),
-]
+# (name, ours, native, input maker) per training function: each family's gradcheck cases in the sample table
+# (torch_ext/testing/families/). Both functions take the same tensors; makers return fp64 leaves.
+CASES = [case for info in samples.OPS.values() for case in info.gradcheck]
 IDS = [c[0] for c in CASES]
 
 
@@ -135,31 +68,14 @@ def test_double_backward_matches_native(name, ours, native, make):
 
 # ----------------------------------------------------------------------------------------------------------
 # The backward operators are differentiable (their derivatives are what double backward uses).
-BACKWARD_CASES = [
-    ("gelu_backward_v2", lambda g, x: ops.gelu_backward_v2(g, x, "none"), lambda: [rand((4, 5), -2, 2), rand((4, 5), -3, 3)]),
-    ("gelu_backward_v2_tanh_bcast", lambda g, x: ops.gelu_backward_v2(g, x, "tanh"),
-     lambda: [rand((5,), -2, 2), rand((4, 5), -3, 3)]),
-    ("prelu_backward", lambda g, x, w: ops.prelu_backward(g, x, w),
-     lambda: [rand((3, 4, 5), -2, 2), rand((3, 4, 5), -2, 2), rand((4,), -0.5, 0.5)]),
-    ("prelu_backward_bcast_scalar", lambda g, x, w: ops.prelu_backward(g, x, w),
-     lambda: [rand((4, 1), -2, 2), rand((3, 4, 5), -2, 2), rand((1,), -0.5, 0.5)]),
-    ("logit_grad", lambda x, dy: ops.logit_grad(x, dy), lambda: [rand((4, 5), 0.1, 0.9), rand((4, 5), -2, 2)]),
-    ("logit_grad_eps", lambda x, dy: ops.logit_grad(x, dy, 0.05),
-     lambda: [torch.cat([rand((10,), 0.1, 0.9, requires_grad=False), rand((4,), 0.0, 0.04, requires_grad=False)])
-              .requires_grad_(), rand((14,), -2, 2)]),
-    ("softmax_backward", lambda g, y: ops.scaled_masked_softmax_backward(g, y, PAD_MASK[:, :, :, :].expand(2, 1, 3, 8), 0.7),
-     lambda: [rand((2, 3, 3, 8), -2, 2), rand((2, 3, 3, 8), 0, 1)]),
-    ("softmax_backward_triu", lambda g, y: ops.scaled_masked_softmax_backward(g, y, PAD_MASK, 1.3, True),
-     lambda: [rand((2, 2, 4, 4), -2, 2), rand((2, 2, 4, 4), 0, 1)]),
-    ("grouped_bias_add_grad", lambda gy: ops.grouped_bias_add_grad(gy, GROUP_END, 0), lambda: [rand((12, 6), -2, 2)]),
-    ("grouped_bias_add_grad_counts", lambda gy: ops.grouped_bias_add_grad(gy, GROUP_COUNT, 1), lambda: [rand((12, 6), -2, 2)]),
-    ("grouped_bias_add_grad_3d", lambda gy: ops.grouped_bias_add_grad(gy), lambda: [rand((4, 3, 6), -2, 2)]),
-]
+# (name, fn, make, per_call): each family's backward-op cases in the sample table.
+BACKWARD_CASES = [case for info in samples.OPS.values() for case in info.backward_gradcheck]
+PER_CALL_CASES = [case for case in BACKWARD_CASES if case[3]]
 
 
 @pytest.mark.arch_independent  # as test_gradcheck
-@pytest.mark.parametrize("name,fn,make", BACKWARD_CASES, ids=[c[0] for c in BACKWARD_CASES])
-def test_backward_ops_gradcheck(name, fn, make):
+@pytest.mark.parametrize("name,fn,make,per_call", BACKWARD_CASES, ids=[c[0] for c in BACKWARD_CASES])
+def test_backward_ops_gradcheck(name, fn, make, per_call):
     inputs = make()
     assert gradcheck(fn, inputs)
     assert gradgradcheck(fn, inputs)
@@ -181,14 +97,16 @@ def test_prelu_backward_double_backward_one_output(used):
 
 
 @pytest.mark.parametrize("requires_grad", [False, True], ids=["plain", "requires_grad"])
-@pytest.mark.parametrize("name,fn,make", BACKWARD_CASES[::2], ids=[c[0] for c in BACKWARD_CASES[::2]])
-def test_backward_ops_cost_no_python_per_call(name, fn, make, requires_grad):
+@pytest.mark.parametrize("name,fn,make,per_call", PER_CALL_CASES, ids=[c[0] for c in PER_CALL_CASES])
+def test_backward_ops_cost_no_python_per_call(name, fn, make, per_call, requires_grad):
     """A direct call of a backward op runs no Python (the autograd of every npu_ext op is C++), whether or not
     a graph is recorded: a Python profiler hook sees no Python frame of torch_ext or torch.library between the
     op call and its return."""
     inputs = [t.detach().requires_grad_(requires_grad) for t in make()]
     _, calls = python_frames(fn, *inputs)
-    assert not [f for f in calls if "torch_ext" in f or "torch/_library" in f], calls
+    # (the case's own lambda is in torch_ext/testing: not the package's code path)
+    package = [f for f in calls if "torch_ext" in f and "torch_ext/testing/" not in f]
+    assert not package + [f for f in calls if "torch/_library" in f], calls
 
 
 def test_backward_uses_npu_ext_ops():
