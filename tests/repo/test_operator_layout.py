@@ -182,7 +182,7 @@ def declared_entry_points():
 def test_every_declared_aclnn_entry_point_is_modelled_and_documented():
     declared = declared_entry_points()
     assert len(declared) >= 10, declared
-    fake = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests" / "fake_cann" / "opapi").glob("*.cpp"))
+    fake = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests" / "fake_cann" / "opapi").rglob("*.cpp"))
     npu_md = (ROOT / "docs" / "npu.md").read_text(encoding="utf-8")
     for name in sorted(declared):
         assert re.search(rf"\b{name}GetWorkspaceSize\(", fake), f"{name}: no model in tests/fake_cann/opapi"
