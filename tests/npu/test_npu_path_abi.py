@@ -214,7 +214,7 @@ def test_standin_rounding_is_bit_exact(backend, dtype):
 
 
 # ------------------------------------------------------------------------------------------------------------
-# aclnn as it really behaves (the models follow the CANN sources, see tests/fake_cann/opapi/backward.cpp).
+# aclnn as it really behaves (the models follow the CANN sources, see tests/fake_cann/opapi/ops/<family>.cpp).
 
 SENTINEL = 77.0  # exact in fp16, bf16 and fp32
 
