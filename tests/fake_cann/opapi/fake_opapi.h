@@ -159,30 +159,39 @@ enum ExecutorCache : bool { kNotCached = false, kCached = true };
 struct KernelDecl { const char* name; unsigned socs; };    // a kernel and the SoCs (SocSet bits) it exists for
 struct ApiDecl { const char* name; ExecutorCache cache; };  // an extension aclnn API (without GetWorkspaceSize)
 
-inline std::map<std::string, unsigned>& kernel_registry() {
-  static std::map<std::string, unsigned> kernels;
+template <typename V>
+struct Declared {  // a registry's entry: the declaring family and what it declared
+  std::string family;
+  V value;
+};
+inline std::map<std::string, Declared<unsigned>>& kernel_registry() {
+  static std::map<std::string, Declared<unsigned>> kernels;
   return kernels;
 }
-inline std::map<std::string, ExecutorCache>& extension_api_registry() {
-  static std::map<std::string, ExecutorCache> apis;
+inline std::map<std::string, Declared<ExecutorCache>>& extension_api_registry() {
+  static std::map<std::string, Declared<ExecutorCache>> apis;
   return apis;
 }
 
-[[noreturn]] inline void registry_error(const std::string& what) {
-  std::fprintf(stderr, "fake libopapi: %s\n", what.c_str());
-  std::abort();
+// Records a declaration. The same family's same declaration again is no error: the library loaded a second time
+// (a copy of libopapi.so as an aclnn feature library, tests/npu/test_npu_path_machine.py) runs the families' objects
+// again, and the registries, vague-linkage statics, are the process's one copy. Anything else twice is the models'
+// error, reported once the library loads.
+template <typename V>
+inline void declare(std::map<std::string, Declared<V>>& registry, const char* family, const char* what,
+                    const char* name, V value) {
+  const auto [it, added] = registry.emplace(name, Declared<V>{family, value});
+  if (!added && (it->second.family != family || it->second.value != value)) {
+    std::fprintf(stderr, "fake libopapi: %s %s is declared by %s and by %s, or twice differently\n", what, name,
+                 it->second.family.c_str(), family);
+    std::abort();
+  }
 }
 
 struct OpFamily {
   OpFamily(const char* family, std::initializer_list<KernelDecl> kernels, std::initializer_list<ApiDecl> apis) {
-    for (const KernelDecl& k : kernels) {
-      if (!kernel_registry().emplace(k.name, k.socs).second)
-        registry_error(std::string(family) + ": kernel " + k.name + " is declared twice");
-    }
-    for (const ApiDecl& a : apis) {
-      if (!extension_api_registry().emplace(a.name, a.cache).second)
-        registry_error(std::string(family) + ": API " + a.name + " is declared twice");
-    }
+    for (const KernelDecl& k : kernels) declare(kernel_registry(), family, "kernel", k.name, k.socs);
+    for (const ApiDecl& a : apis) declare(extension_api_registry(), family, "API", a.name, a.cache);
   }
 };
 
@@ -195,15 +204,18 @@ inline bool has_kernel(const std::string& kernel) {
     if (list.find("," + kernel + ",") != std::string::npos) return false;
   }
   const auto it = kernel_registry().find(kernel);
-  if (it == kernel_registry().end()) registry_error("kernel " + kernel + " is declared by no family (ops/*.cpp)");
-  return (it->second & soc_set()) != 0;
+  if (it == kernel_registry().end()) {
+    std::fprintf(stderr, "fake libopapi: kernel %s is declared by no family (ops/*.cpp)\n", kernel.c_str());
+    std::abort();
+  }
+  return (it->second.value & soc_set()) != 0;
 }
 
 // An extension API (CanUsePTACache), and whether nnopbase caches its executor.
 inline bool extension_api(const std::string& api) { return extension_api_registry().count(api) != 0; }
 inline bool cached_api(const std::string& api) {
   const auto it = extension_api_registry().find(api);
-  return it != extension_api_registry().end() && it->second == kCached;
+  return it != extension_api_registry().end() && it->second.value == kCached;
 }
 
 // Phase 1 of a generated operator whose kernel is missing for the SoC.
