@@ -20,10 +20,9 @@ starts (the dynamic loader reads it once): torch_npu's NEEDED libraries and its 
                        in any of them (dlsym searches a library's dependencies) or linked by an object that needs
                        them is found there
   libopapi.so          the fake aclnn operators (opapi/): the nnopbase object API and executor cache (pta_cache.cpp),
-                       the five backward operators
-                       and the forward ops' operators modelled as the real kernels behave (backward.cpp,
-                       forward.cpp; the backward ones are also what the aarch64 stand-in runs), and the operators
-                       torch_npu's ATen kernels call, computed by CPU ATen (aten.cpp, aten_extra.cpp, the
+                       each operator family's forward and backward operators modelled as the real kernels behave
+                       (opapi/ops/<family>.cpp, one file per family; also what the aarch64 stand-in runs), and the
+                       operators torch_npu's ATen kernels call, computed by CPU ATen (aten.cpp, aten_extra.cpp, the
                        _foreach_* ones of torch.optim in foreach.cpp; it links libtorch_cpu), the random ones
                        (random.cpp), and CANN's format cast aclnnNpuFormatCast (format_cast.cpp)
   libnnopbase.so       empty, depends on libopapi.so (torch_npu resolves aclDestroyAclOpExecutor there)
@@ -46,8 +45,16 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 RUNTIME_SOURCES = ["runtime.cpp", "acl_op_route.cpp"]  # libascendcl.so (with runtime.h)
-# every source of opapi/ (an operator's model in a file of its own is compiled in without an edit here)
-OPAPI_SOURCES = sorted(os.path.basename(p) for p in glob.glob(os.path.join(HERE, "opapi", "*.cpp")))
+# every source of opapi/ and of opapi/ops/ (one file per operator family), relative to opapi/: a new family's file, or
+# any new source, is compiled in without an edit here
+def _opapi_files(ext):
+    opapi = os.path.join(HERE, "opapi")
+    found = glob.glob(os.path.join(opapi, "*." + ext)) + glob.glob(os.path.join(opapi, "ops", "*." + ext))
+    return sorted(os.path.relpath(p, opapi) for p in found)
+
+
+OPAPI_SOURCES = _opapi_files("cpp")
+OPAPI_HEADERS = _opapi_files("h")
 HCCL_SOURCES = ["comm.cpp", "reduce.cpp", "api.cpp"]
 THIN_RUNTIME = ["libacl_op_compiler.so", "libge_runner.so", "libgraph.so", "libacl_tdt_channel.so",
                 "libmsprofiler.so", "libruntime.so"]
@@ -63,7 +70,7 @@ def _sources():
                                              "build.py", "alloc_config_shim.cpp", "acl_op_desc.h", "securec.c")]
     paths += [os.path.join(HERE, "opapi", n) for n in OPAPI_SOURCES]
     paths += [os.path.join(HERE, "hccl", n) for n in HCCL_SOURCES + ["comm.h", "fake_hccl.h"]]
-    paths += sorted(glob.glob(os.path.join(HERE, "opapi", "*.h")))  # every header: a new one is in the hash too
+    paths += [os.path.join(HERE, "opapi", n) for n in OPAPI_HEADERS]  # every header: a new one is in the hash too
     return paths
 
 
@@ -158,7 +165,7 @@ def build():
                 "-I", os.path.join(torch_dir, "include", "torch", "csrc", "api", "include")]
     objects = []
     for src in OPAPI_SOURCES:
-        o = os.path.join(obj, src.replace(".cpp", ".o"))
+        o = os.path.join(obj, src.replace(os.sep, "_").replace(".cpp", ".o"))  # ops/gelu.cpp: ops_gelu.o
         _run(_cxx() + cxxflags + includes + ["-c", os.path.join(HERE, "opapi", src), "-o", o])
         objects.append(o)
     _link_opapi(lib, objects, torch_dir)

@@ -197,6 +197,58 @@ def test_abi_scaled_masked_softmax_backward(abi):
     assert torch.equal(out, torch.tensor([[[[2.0 * (1.0 - s) * 0.25, 0.0]]]]))
 
 
+# Which kernels (L0 ops) each SoC's op package has, as the families' models declare them (their OpFamily objects in
+# tests/fake_cann/opapi/ops/<family>.cpp; docs/npu.md): all on Atlas A2 / A3 and Ascend950 (either name), only
+# ScaledMaskedSoftmaxGradV2 of the A2/A3/950-only ones on Ascend310P, GeluGradV2 and PReluGradUpdate everywhere.
+A2_A3_950_ONLY = {"GroupedBiasAddGrad", "LogitGrad", "Logit", "ScaledMaskedSoftmaxV2", "ScaledMaskedSoftmaxGradV2"}
+MISSING_KERNELS = {"Ascend910B3": set(), "Ascend910_9382": set(), "Ascend950PR_9599": set(), "Ascend910_9589": set(),
+                   "Ascend310P3": A2_A3_950_ONLY - {"ScaledMaskedSoftmaxGradV2"}, "Ascend910A": A2_A3_950_ONLY}
+FIND_KERNEL_ERROR, INNER = 561003, 561000
+
+
+def _call_with_kernel(abi, kernel):
+    """The status of the call of `kernel`'s operator on valid fp32 arguments: phase 1's, or for the hand-written
+    GroupedBiasAddGrad (whose missing kernel only its launch finds) its launch's."""
+    lib, d, b = abi.lib, ctypes.c_double, ctypes.c_bool
+    t = lambda *shape, **kw: abi.tensor(torch.rand(*shape, **kw) * 0.5 + 0.25)  # noqa: E731
+    mask = lambda: abi.tensor(torch.zeros(1, 1, 2, 4, dtype=torch.bool))  # noqa: E731
+    api, argtypes, args = {
+        "GeluGradV2": ("aclnnGeluBackwardV2", [P, P, ctypes.c_char_p], (t(3), t(3), b"none", t(3))),
+        "PReluGradUpdate": ("aclnnPreluBackward", [P] * 5, (t(2, 3), t(2, 3), t(3), t(2, 3), t(3))),
+        "GroupedBiasAddGrad": ("aclnnGroupedBiasAddGrad", [P] * 3, (t(2, 3, 4), None, t(2, 4))),
+        "ScaledMaskedSoftmaxGradV2": ("aclnnScaledMaskedSoftmaxBackward", [P, P, P, d, b, P],
+                                      (t(1, 1, 2, 4), t(1, 1, 2, 4), mask(), 1.0, False, t(1, 1, 2, 4))),
+        "ScaledMaskedSoftmaxV2": ("aclnnScaledMaskedSoftmax", [P, P, d, b, P],
+                                  (t(1, 1, 2, 4), mask(), 1.0, False, t(1, 1, 2, 4))),
+        "LogitGrad": ("aclnnLogitGrad", [P, P, d, P], (t(3), t(3), -1.0, t(3))),
+        "Logit": ("aclnnLogit", [P, d, P], (t(3), -1.0, t(3))),
+    }[kernel]
+    getattr(lib, api + "GetWorkspaceSize").argtypes = argtypes + [P, P]
+    status, size, executor = abi.phase1(api, *args)
+    if status == 0 and kernel == "GroupedBiasAddGrad":
+        status = abi.run(api, size, executor)
+    elif status == 0:
+        assert lib.aclDestroyAclOpExecutor(executor) == 0
+    for a in args:
+        if isinstance(a, int) and not isinstance(a, bool):
+            assert lib.aclDestroyTensor(a) == 0
+    return status
+
+
+@pytest.mark.parametrize("soc", sorted(MISSING_KERNELS))
+def test_abi_kernels_per_soc(abi, monkeypatch, soc):
+    monkeypatch.setenv("NPU_FAKE_SOC", soc)
+    monkeypatch.delenv("NPU_FAKE_NO_KERNEL", raising=False)
+    for kernel in sorted(A2_A3_950_ONLY | {"GeluGradV2", "PReluGradUpdate"}):
+        missing = kernel in MISSING_KERNELS[soc]
+        expected = 0 if not missing else INNER if kernel == "GroupedBiasAddGrad" else FIND_KERNEL_ERROR
+        assert _call_with_kernel(abi, kernel) == expected, (soc, kernel, abi.last_error())
+    monkeypatch.setenv("NPU_FAKE_NO_KERNEL", "GeluGradV2,Logit")  # an older op package: removed on any SoC
+    assert _call_with_kernel(abi, "GeluGradV2") == FIND_KERNEL_ERROR
+    assert _call_with_kernel(abi, "Logit") == FIND_KERNEL_ERROR
+    assert _call_with_kernel(abi, "PReluGradUpdate") == 0
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_standin_rounding_is_bit_exact(backend, dtype):
     """logit_grad is one fp32 expression rounded once: the stand-in's own fp16/bf16 conversions (normal,
@@ -214,7 +266,7 @@ def test_standin_rounding_is_bit_exact(backend, dtype):
 
 
 # ------------------------------------------------------------------------------------------------------------
-# aclnn as it really behaves (the models follow the CANN sources, see tests/fake_cann/opapi/backward.cpp).
+# aclnn as it really behaves (the models follow the CANN sources, see tests/fake_cann/opapi/ops/<family>.cpp).
 
 SENTINEL = 77.0  # exact in fp16, bf16 and fp32
 

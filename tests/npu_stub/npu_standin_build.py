@@ -1,8 +1,9 @@
 """Builds the test-only NPU stand-in (cached under build/npu_standin, gitignored).
 
-* ``libaclnn_standin.so``: the aclnn side, plain C++ without torch: the nnopbase objects and the five backward
-  operator models of the fake CANN's libopapi.so (tests/fake_cann/opapi/nnopbase.cpp, backward.cpp: one model
-  for both harnesses), rebuilt only when a source changes (content hash in the file name).
+* ``libaclnn_standin.so``: the aclnn side, plain C++ without torch: the nnopbase objects and every operator family's
+  models of the fake CANN's libopapi.so (tests/fake_cann/opapi/nnopbase.cpp and opapi/ops/*.cpp, one file per family,
+  found by the glob: one model for both harnesses), with -Werror; rebuilt only when a source, a header or the
+  command changes (their hash in the file name).
 * the ``torch_ext_npu_standin`` library: the sources of torch_ext._C_npu UNCHANGED (csrc/core/npu/*.cpp and every
   operator family's npu.cpp, with the checks and composites they call, as setup.py's NPU_SOURCES), plus
   torch_npu_standin.cpp (the stand-in's definitions of the torch_npu / libascendcl functions the headers in
@@ -27,24 +28,27 @@ LIB_ENV = "NPU_EXT_ACLNN_STANDIN_LIB"
 
 
 OPAPI = os.path.join(ROOT, "tests", "fake_cann", "opapi")
-OPAPI_SOURCES = [os.path.join(OPAPI, n) for n in ("nnopbase.cpp", "backward.cpp")]
+# nnopbase.cpp and every operator family's model (a new family's file is compiled in without an edit here); the other
+# sources of opapi/ need torch (aten*.cpp, ...) or are the real runtime's only (pta_cache.cpp)
+OPAPI_SOURCES = [os.path.join(OPAPI, "nnopbase.cpp")] + sorted(glob.glob(os.path.join(OPAPI, "ops", "*.cpp")))
+# every header they may include (opapi's, opapi/ops' and the fake CANN's float16.h)
+OPAPI_HEADERS = (sorted(glob.glob(os.path.join(OPAPI, "*.h")) + glob.glob(os.path.join(OPAPI, "ops", "*.h")))
+                 + [os.path.join(OPAPI, "..", "float16.h")])
 
 
 def build_runtime():
-    h = hashlib.sha256()
-    # the sources and every header they include (opapi's, and the fake CANN's float16.h)
-    headers = sorted(glob.glob(os.path.join(OPAPI, "*.h"))) + [os.path.join(OPAPI, "..", "float16.h")]
-    for path in OPAPI_SOURCES + headers:
+    cmd = [os.environ.get("CXX", "g++"), "-std=c++20", "-O2", "-shared", "-fPIC", "-Wall", "-Werror",
+           "-Wno-unused-parameter"]
+    h = hashlib.sha256(" ".join(cmd).encode())
+    for path in OPAPI_SOURCES + OPAPI_HEADERS:  # each file's name and text: an added or renamed one changes it too
         with open(path, "rb") as f:
-            h.update(f.read())
+            h.update(os.path.relpath(path, OPAPI).encode() + b"\0" + f.read())
     digest = h.hexdigest()[:16]
     os.makedirs(BUILD, exist_ok=True)
     lib = os.path.join(BUILD, f"libaclnn_standin-{digest}.so")
     if not os.path.exists(lib):
         tmp = lib + f".tmp{os.getpid()}"
-        cmd = [os.environ.get("CXX", "g++"), "-std=c++20", "-O2", "-shared", "-fPIC", "-Wall", "-Werror",
-               "-Wno-unused-parameter", "-o", tmp] + OPAPI_SOURCES
-        subprocess.run(cmd, check=True)
+        subprocess.run(cmd + ["-o", tmp] + OPAPI_SOURCES, check=True)
         os.replace(tmp, lib)
     return lib
 

@@ -8,7 +8,7 @@
 * ``Standin`` (the aarch64 emulation only, where the real torch_npu wheel is not run): the NPU sources compiled against the
   stand-in headers of tests/npu_stub (their own EXEC_NPU_CMD machinery with torch_npu's contract), its PrivateUse1
   kernels called on CPU tensors with ``OpOverload.redispatch``; the aclnn side is the same operator models
-  (tests/fake_cann/opapi/nnopbase.cpp, backward.cpp) built without torch.
+  (tests/fake_cann/opapi/nnopbase.cpp, ops/*.cpp) built without torch.
 
 ``npu(overload, *args, **kwargs)`` runs the op's NPU kernel on CPU test tensors and returns CPU results: the fake-CANN
 backend copies every tensor argument's whole storage to the device (same strides, offset and aliasing, so bytes

@@ -9,7 +9,7 @@
 //   * aclnnGelu is the tanh form, whatever the caller meant (F1: torch_npu 2.13 sends aten::gelu there on an
 //     Atlas A2/A3, `approximate` ignored);
 // The operators the NPU path itself calls for the forward ops (aclnnGeluV2, aclnnPrelu, aclnnLogit,
-// aclnnScaledMaskedSoftmax, ...) are modelled without ATen in forward.cpp, the backward ones in backward.cpp.
+// aclnnScaledMaskedSoftmax, ...) and their backward ones are modelled without ATen, one file per family in ops/.
 // An operator that is not defined here is missing from the fake libopapi.so. torch_npu raises a RuntimeError naming
 // it where op-plugin calls it directly, and on an aclnn-only SoC (Ascend950) always; but most ATen ops go through
 // op-plugin's DO_COMPATIBILITY, which on an Atlas A2/A3 takes the acl_op (TBE) route instead, and the fake runtime

@@ -31,6 +31,10 @@
 //       pad as torch's: (before, after) pairs from the last dimension; a negative one crops. ProcessGroupHCCL pads a
 //       list all_gather's tensor to a multiple of 512 bytes with it (byte_alignment); without it torch_npu falls to
 //       acl_op Fill, which the fake refuses.
+//   aclnnRepeatInterleaveWithDim(self, repeats, int64 dim, int64 outputSize, out)
+//       what Tensor.repeat_interleave calls (grouped_bias_add's NPU forward, csrc/ops/grouped_bias_add/npu.cpp, for the
+//       bias rows with group_idx): the plain definition (dim 0, what the NPU path uses), out through its strides;
+//       modelled without ATen, through the descriptors (fake_opapi.h), as the operator families' models in ops/.
 // Except aclnnSort, op-plugin reaches each through DO_COMPATIBILITY: without it an Atlas A2 / A3 takes the acl_op
 // route (Cumsum, ScatterElements, SigmoidGrad, GeluGrad, ...), which the fake refuses.
 #include <ATen/ATen.h>
@@ -59,6 +63,22 @@ at::Tensor bce_with_logits_backward(const at::Tensor& grad, const at::Tensor& in
   if (reduction == at::Reduction::Mean) g.div_(input.numel());
   return g;
 }
+
+// aclnnRepeatInterleaveWithDim's executor.
+struct RepeatExec : Executor {
+  const aclTensor *self, *repeats, *out;
+  int run(void*) override {
+    const int64_t G = self->sizes[0], inner = numel(self) / std::max<int64_t>(G, 1);
+    int64_t r = 0;
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t times = load_int(repeats, repeats->sizes.empty() ? 0 : g * repeats->strides[0]);
+      for (int64_t t = 0; t < times; ++t, ++r)
+        for (int64_t k = 0; k < inner; ++k)
+          store(out, offset_of(out, r * inner + k), load(self, offset_of(self, g * inner + k)));
+    }
+    return kSuccess;
+  }
+};
 
 }  // namespace
 }  // namespace fake
@@ -104,5 +124,23 @@ FAKE_OP(BinaryCrossEntropyWithLogitsBackward, (const aclTensor* gradOutput, cons
                                                const aclTensor* posWeight, int64_t reduction, aclTensor* out, WS),
         W(out, bce_with_logits_backward(T(gradOutput), T(self), T(target), T(weight, true), T(posWeight, true),
                                         reduction)))
+
+int aclnnRepeatInterleaveWithDimGetWorkspaceSize(const aclTensor* self, const aclTensor* repeats, int64_t dim,
+                                                 int64_t outputSize, aclTensor* out, uint64_t* workspaceSize,
+                                                 aclOpExecutor** executor) {
+  count("aclnnRepeatInterleaveWithDimGetWorkspaceSize");
+  if (!self || !repeats || !out || !workspaceSize || !executor) return kNullptr;
+  if (dim != 0 || self->sizes.empty() || out->sizes.empty() || out->sizes[0] != outputSize ||
+      out->dtype != self->dtype || (repeats->dtype != I64 && repeats->dtype != I32)) {
+    return kInvalid;  // (the model covers dim 0, what the NPU path uses)
+  }
+  auto* e = new RepeatExec;
+  e->self = self; e->repeats = repeats; e->out = out;
+  e->internal_copies = copies({self, repeats});
+  return finish_phase1(e, workspaceSize, executor);
+}
+int aclnnRepeatInterleaveWithDim(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void*) {
+  return phase2("aclnnRepeatInterleaveWithDim", workspace, workspaceSize, executor);
+}
 
 }  // extern "C"

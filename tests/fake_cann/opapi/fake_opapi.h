@@ -9,6 +9,30 @@
 // The SoC is $NPU_FAKE_SOC (default Ascend910B3 = Atlas A2; A3 = Ascend910_93*; Ascend950 = Ascend950PR_* /
 // Ascend950DT_*, or Ascend910_95* as older toolchains name the same chips); $NPU_FAKE_NO_KERNEL (comma-separated
 // kernel names) removes kernels for this SoC, as an older CANN whose op package predates the SoC's config.
+//
+// The operator families' models: one file each, ops/<family>.cpp (the folder names of csrc/ops/), holding the
+// family's forward and backward aclnn entry points with the published C signatures (docs/operators.md, "The aclnn
+// calls"):
+//   aclnnStatus aclnnXxxGetWorkspaceSize(<op args>, uint64_t* workspaceSize, aclOpExecutor** executor)
+//   aclnnStatus aclnnXxx(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
+// and one OpFamily object (below) declaring its kernels per SoC and its extension APIs; build.py and the stand-in
+// (tests/npu_stub/npu_standin_build.py) compile every ops/*.cpp, so a new family needs no edit elsewhere here.
+// What every model shares:
+//   * tensors are read and written ONLY through their aclTensor descriptors (view sizes, strides and offset in
+//     elements, dtype code, storage base pointer), so a wrong argument order, dtype code or stride shows up as a
+//     wrong result or a non-zero status; inputs of any strides are read correctly (aclnn makes them contiguous);
+//   * the math is an independent plain C++ implementation written from the operator contract (docs/operators.md;
+//     it does not call the package's kernels or PyTorch), computing what the real kernels compute as the CANN
+//     sources show them (ops-nn, ops-math, opbase; docs/npu.md), not as documented: fp16/bf16 widened to fp32,
+//     computed in fp32 and rounded once (round-to-nearest-even) unless a model says otherwise; reductions accumulate
+//     in fp32, in a workspace requested from phase 1; like aclnn, outputs of reductions over nothing are left
+//     untouched (the NPU path must zero-fill them);
+//   * a missing kernel (has_kernel) fails as the real framework does: a generated operator in phase 1 with 561003
+//     (no_kernel), a hand-written one at its launch (Executor::kernel_missing: 561000, nothing written);
+//   * a rejected phase 1 leaves the executor null; phase 2 with a null executor returns 161001;
+//   * kernel counting (fake_opapi_calls("kernels")): each launch is one kernel, plus one for every input the
+//     operator has to make contiguous first (aclnn's l0op::Contiguous: a transposed, sliced or expanded input is a
+//     copy kernel; copies()).
 #pragma once
 
 #include <algorithm>
@@ -16,6 +40,7 @@
 #include <initializer_list>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -104,19 +129,93 @@ inline bool soc_950() { return soc_is("Ascend950") || soc_is("Ascend910_95"); }
 inline bool soc_a2_a3() { return soc_is("Ascend910B") || soc_is("Ascend910_93"); }
 inline bool soc_a2_a3_950() { return soc_a2_a3() || soc_950(); }
 
-// Whether the installed op package has a kernel of this L0 op for the SoC (see the header comment).
+// --- the operator families' declarations (ops/<family>.cpp) --------------------------------------------------
+// Each family's file declares, with one OpFamily object at namespace scope, the kernels (L0 ops) its models look up
+// and the SoCs whose op package has them (what has_kernel() answers), and its aclnn APIs that are the extension's
+// (CanUsePTACache answers true for them, pta_cache.cpp), each with whether nnopbase caches its executor (a composite
+// op_api, CREATE_EXECUTOR(): kCached; a generated operator: kNotCached). The registries are function-local statics
+// (made on first use, whatever the order the families' objects are initialised in), filled while the library loads
+// and only read after.
+enum SocSet : unsigned {
+  kSocA2 = 1u << 0,     // Ascend910B* (Atlas A2)
+  kSocA3 = 1u << 1,     // Ascend910_93* (Atlas A3)
+  kSoc950 = 1u << 2,    // Ascend950* (or Ascend910_95*, as older toolchains name it)
+  kSoc310P = 1u << 3,   // Ascend310P*
+  kSocOther = 1u << 4,  // any other SoC
+  kSocA2A3_950 = kSocA2 | kSocA3 | kSoc950,
+  kSocAll = ~0u,
+};
+
+inline unsigned soc_set() {
+  if (soc_950()) return kSoc950;
+  if (soc_is("Ascend910B")) return kSocA2;
+  if (soc_is("Ascend910_93")) return kSocA3;
+  if (soc_is("Ascend310P")) return kSoc310P;
+  return kSocOther;
+}
+
+enum ExecutorCache : bool { kNotCached = false, kCached = true };
+
+struct KernelDecl { const char* name; unsigned socs; };    // a kernel and the SoCs (SocSet bits) it exists for
+struct ApiDecl { const char* name; ExecutorCache cache; };  // an extension aclnn API (without GetWorkspaceSize)
+
+template <typename V>
+struct Declared {  // a registry's entry: the declaring family and what it declared
+  std::string family;
+  V value;
+};
+inline std::map<std::string, Declared<unsigned>>& kernel_registry() {
+  static std::map<std::string, Declared<unsigned>> kernels;
+  return kernels;
+}
+inline std::map<std::string, Declared<ExecutorCache>>& extension_api_registry() {
+  static std::map<std::string, Declared<ExecutorCache>> apis;
+  return apis;
+}
+
+// Records a declaration. The same family's same declaration again is no error: the library loaded a second time
+// (a copy of libopapi.so as an aclnn feature library, tests/npu/test_npu_path_machine.py) runs the families' objects
+// again, and the registries, vague-linkage statics, are the process's one copy. Anything else twice is the models'
+// error, reported once the library loads.
+template <typename V>
+inline void declare(std::map<std::string, Declared<V>>& registry, const char* family, const char* what,
+                    const char* name, V value) {
+  const auto [it, added] = registry.emplace(name, Declared<V>{family, value});
+  if (!added && (it->second.family != family || it->second.value != value)) {
+    std::fprintf(stderr, "fake libopapi: %s %s is declared by %s and by %s, or twice differently\n", what, name,
+                 it->second.family.c_str(), family);
+    std::abort();
+  }
+}
+
+struct OpFamily {
+  OpFamily(const char* family, std::initializer_list<KernelDecl> kernels, std::initializer_list<ApiDecl> apis) {
+    for (const KernelDecl& k : kernels) declare(kernel_registry(), family, "kernel", k.name, k.socs);
+    for (const ApiDecl& a : apis) declare(extension_api_registry(), family, "API", a.name, a.cache);
+  }
+};
+
+// Whether the installed op package has a kernel of this L0 op for the SoC: its family's declaration, less the
+// kernels $NPU_FAKE_NO_KERNEL names (see the header comment). A kernel no family declares is the model's error.
 inline bool has_kernel(const std::string& kernel) {
   const char* env = std::getenv("NPU_FAKE_NO_KERNEL");
   if (env != nullptr) {
     std::string list = std::string(",") + env + ",";
     if (list.find("," + kernel + ",") != std::string::npos) return false;
   }
-  if (kernel == "GroupedBiasAddGrad" || kernel == "LogitGrad" || kernel == "Logit" ||
-      kernel == "ScaledMaskedSoftmaxV2") {
-    return soc_a2_a3_950();
+  const auto it = kernel_registry().find(kernel);
+  if (it == kernel_registry().end()) {
+    std::fprintf(stderr, "fake libopapi: kernel %s is declared by no family (ops/*.cpp)\n", kernel.c_str());
+    std::abort();
   }
-  if (kernel == "ScaledMaskedSoftmaxGradV2") return soc_a2_a3_950() || soc_is("Ascend310P");
-  return true;  // GeluGradV2, PReluGradUpdate
+  return (it->second.value & soc_set()) != 0;
+}
+
+// An extension API (CanUsePTACache), and whether nnopbase caches its executor.
+inline bool extension_api(const std::string& api) { return extension_api_registry().count(api) != 0; }
+inline bool cached_api(const std::string& api) {
+  const auto it = extension_api_registry().find(api);
+  return it != extension_api_registry().end() && it->second.value == kCached;
 }
 
 // Phase 1 of a generated operator whose kernel is missing for the SoC.
@@ -248,6 +347,22 @@ inline bool broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>&
   }
   return true;
 }
+
+// --- helpers the models of several families (and aten_extra.cpp) share --------------------------------------
+// Element offset of row-major index `i` of t's view.
+inline int64_t offset_of(const aclTensor* t, int64_t i) {
+  int64_t off = 0;
+  for (int d = static_cast<int>(t->sizes.size()) - 1; d >= 0; --d) {
+    off += (i % t->sizes[d]) * t->strides[d];
+    i /= t->sizes[d];
+  }
+  return off;
+}
+
+inline bool same_shape(const aclTensor* a, const aclTensor* b) { return a->sizes == b->sizes; }
+
+// bf16 only on A2/A3/Ascend950 (the forward operators' dtype lists).
+inline bool soc_bf16_ok(int32_t dtype) { return dtype != BF16 || soc_a2_a3_950(); }
 
 // --- private storage formats (formats.h) ------------------------------------------------------------------
 // What the real operators do with a tensor torch_npu describes in a private format (NZ, 5HD: aclCreateTensor with

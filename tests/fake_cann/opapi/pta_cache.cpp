@@ -16,7 +16,9 @@
 //
 // What nnopbase caches (CANN's opbase and ops-nn sources): only COMPOSITE executors, the ones an op_api file
 // builds with CREATE_EXECUTOR() (opbase src/nnopbase/composite_op/aclnn_engine/op_executor.cpp: the executor it makes
-// is added to the thread's cache under the key torch_npu set). Of the extension's ten aclnn operators six are:
+// is added to the thread's cache under the key torch_npu set). Each family's model declares its aclnn operators and
+// which of them are cached (ops/<family>.cpp: kCached / kNotCached in its OpFamily, fake_opapi.h); of the
+// extension's ten aclnn operators six are:
 //   aclnnGeluBackwardV2   ops-nn activation/gelu_grad_v2/op_api/aclnn_gelu_backward_v2.cpp
 //                         (aclnnGeluBackwardV2GetWorkspaceSize: CREATE_EXECUTOR(), the l0op calls, ReleaseTo)
 //   aclnnGeluV2           ops-nn activation/gelu_v2/op_api/aclnn_gelu_v2.cpp (the same pattern)
@@ -35,7 +37,7 @@
 //                         aclnn_scaled_masked_softmax_backward.cpp hands over to the generated
 //                         aclnnInnerScaledMaskedSoftmaxGradV2 without CREATE_EXECUTOR (the forward's op_api does the
 //                         same with its generated inner operator)
-// CanUsePTACache answers true for all ten (nnopbase answers true for every API unless dump, profiling or
+// CanUsePTACache answers true for all ten, the declared ones (nnopbase answers true for every API unless dump, profiling or
 // DISABLE_L2_CACHE is on; here DISABLE_L2_CACHE, set to anything, turns it off); the fake answers false for
 // torch_npu's own ATen operators (aten.cpp), which a real host would also cache where their op_api is composite.
 //
@@ -67,8 +69,6 @@
 // thread's.
 #include "fake_opapi.h"
 
-#include <set>
-
 namespace fake {
 
 struct CacheEntry {
@@ -90,15 +90,6 @@ struct CacheEntry {
 };
 
 namespace {
-
-// The extension's aclnn operators (CanUsePTACache answers true for them) and those of them nnopbase caches (their
-// op_api builds a composite executor with CREATE_EXECUTOR(); see the top of this file).
-const std::set<std::string> kComposite = {"aclnnGeluBackwardV2", "aclnnGeluV2", "aclnnPreluBackward", "aclnnPrelu",
-                                          "aclnnGroupedBiasAddGrad", "aclnnGroupedBiasAddGradV2"};
-const std::set<std::string> kExtension = {
-    "aclnnGeluBackwardV2", "aclnnGeluV2", "aclnnPreluBackward", "aclnnPrelu", "aclnnGroupedBiasAddGrad",
-    "aclnnGroupedBiasAddGradV2", "aclnnLogit", "aclnnLogitGrad", "aclnnScaledMaskedSoftmax",
-    "aclnnScaledMaskedSoftmaxBackward"};
 
 constexpr size_t kCacheLimit = 10000;  // op_cache.cpp's K_CACHE_LIMIT: entries per thread
 
@@ -188,7 +179,7 @@ aclOpExecutor* lookup(const std::shared_ptr<CacheEntry>* found, uint64_t* worksp
 void keep(Executor* e, const std::vector<const aclTensor*>& io) {
   if (!tls.active || !tls.keyed) return;
   tls.keyed = false;
-  if (kComposite.count(tls.api) == 0) {  // a generated operator's NnopbaseExecutor: never in the PTA cache
+  if (!cached_api(tls.api)) {  // a generated operator's NnopbaseExecutor: never in the PTA cache
     count("cache not composite " + tls.api);
     return;
   }
@@ -290,7 +281,7 @@ extern "C" {
 
 bool CanUsePTACache(const char* api) {
   tls.api = api != nullptr ? api : "";
-  return enabled() && kExtension.count(tls.api) != 0;
+  return enabled() && extension_api(tls.api);
 }
 
 void InitPTACacheThreadLocal() {
