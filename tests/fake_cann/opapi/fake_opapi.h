@@ -495,7 +495,7 @@ inline int copies(std::initializer_list<const aclTensor*> inputs) {
 // an absent optional one), which torch_npu's executor cache rebinds on a hit; an operator that passes none is
 // never cached.
 inline int finish_phase1(Executor* e, uint64_t* workspace_size, aclOpExecutor** executor,
-                         std::initializer_list<const aclTensor*> io = {}) {
+                         const std::vector<const aclTensor*>& io = {}) {
   std::vector<void*> addresses;
   for (const aclTensor* t : io) {
     if (t != nullptr) addresses.push_back(t->data);
@@ -513,6 +513,17 @@ inline int finish_phase1(Executor* e, uint64_t* workspace_size, aclOpExecutor** 
   e->options = options_now();
   if (g_cache_phase1 != nullptr && io.size() > 0) g_cache_phase1(e, std::vector<const aclTensor*>(io));
   return kSuccess;
+}
+
+// Phase 1's end for a forward operator: its inputs' internal contiguous copies, empty when its first input is, then
+// finish_phase1 over the inputs and the output.
+inline int finish_forward_phase1(Executor* e, uint64_t* workspace_size, aclOpExecutor** executor,
+                                 std::initializer_list<const aclTensor*> inputs, const aclTensor* out) {
+  e->internal_copies = copies(inputs);
+  e->empty = numel(*inputs.begin()) == 0;
+  std::vector<const aclTensor*> io(inputs);
+  io.push_back(out);
+  return finish_phase1(e, workspace_size, executor, io);
 }
 
 // A launch (or aclDestroyAclOpExecutor) is done with its executor: deleted, unless the cache keeps it, which then

@@ -21,7 +21,6 @@
 namespace fake {
 namespace {
 
-// The kernels and the extension's APIs of this family (fake_opapi.h, OpFamily).
 const OpFamily kGelu("gelu", {{"GeluGradV2", kSocAll}},
                      {{"aclnnGeluBackwardV2", kCached}, {"aclnnGeluV2", kCached}});
 
@@ -83,9 +82,6 @@ struct GeluV2Exec : Executor {
 };
 
 }  // namespace
-}  // namespace fake
-
-using namespace fake;
 
 extern "C" {
 
@@ -131,12 +127,12 @@ int aclnnGeluV2GetWorkspaceSize(const aclTensor* x, int64_t approximate, aclTens
   if (!soc_bf16_ok(x->dtype)) return reject(kInvalid, "GeluV2: bfloat16 is not supported on this SoC.");
   auto* e = new GeluV2Exec;
   e->x = x; e->y = y; e->tanh_form = approximate == 1;
-  e->internal_copies = copies({x});
-  e->empty = numel(x) == 0;
-  return finish_phase1(e, workspaceSize, executor, {x, y});
+  return finish_forward_phase1(e, workspaceSize, executor, {x}, y);
 }
 int aclnnGeluV2(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void*) {
   return phase2("aclnnGeluV2", workspace, workspaceSize, executor);
 }
 
 }  // extern "C"
+
+}  // namespace fake

@@ -16,7 +16,6 @@
 namespace fake {
 namespace {
 
-// The kernels and the extension's APIs of this family (fake_opapi.h, OpFamily).
 const OpFamily kGroupedBiasAdd("grouped_bias_add", {{"GroupedBiasAddGrad", kSocA2A3_950}},
                                {{"aclnnGroupedBiasAddGrad", kCached}, {"aclnnGroupedBiasAddGradV2", kCached}});
 
@@ -87,9 +86,6 @@ int grouped_phase1(const aclTensor* gradY, const aclTensor* groupIdx, int64_t gr
 }
 
 }  // namespace
-}  // namespace fake
-
-using namespace fake;
 
 extern "C" {
 
@@ -116,3 +112,5 @@ int aclnnGroupedBiasAddGradV2(void* workspace, uint64_t workspaceSize, aclOpExec
 }
 
 }  // extern "C"
+
+}  // namespace fake

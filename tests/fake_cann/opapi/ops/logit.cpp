@@ -19,7 +19,6 @@
 namespace fake {
 namespace {
 
-// The kernels and the extension's APIs of this family (fake_opapi.h, OpFamily).
 const OpFamily kLogit("logit", {{"LogitGrad", kSocA2A3_950}, {"Logit", kSocA2A3_950}},
                       {{"aclnnLogitGrad", kNotCached}, {"aclnnLogit", kNotCached}});
 
@@ -66,9 +65,6 @@ struct LogitExec : Executor {
 };
 
 }  // namespace
-}  // namespace fake
-
-using namespace fake;
 
 extern "C" {
 
@@ -111,3 +107,5 @@ int aclnnLogit(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
 }
 
 }  // extern "C"
+
+}  // namespace fake

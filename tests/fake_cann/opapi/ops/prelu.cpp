@@ -23,7 +23,6 @@
 namespace fake {
 namespace {
 
-// The kernels and the extension's APIs of this family (fake_opapi.h, OpFamily).
 const OpFamily kPrelu("prelu", {{"PReluGradUpdate", kSocAll}},
                       {{"aclnnPreluBackward", kCached}, {"aclnnPrelu", kCached}});
 
@@ -93,9 +92,6 @@ struct PreluExec : Executor {
 };
 
 }  // namespace
-}  // namespace fake
-
-using namespace fake;
 
 extern "C" {
 
@@ -149,12 +145,12 @@ int aclnnPreluGetWorkspaceSize(const aclTensor* self, const aclTensor* weight, a
   if (self->sizes.empty()) return reject(kTilingError, "PRelu tiling: self has no dimension 1.");
   auto* e = new PreluExec;
   e->x = self; e->w = weight; e->out = out;
-  e->internal_copies = copies({self, weight});
-  e->empty = numel(self) == 0;
-  return finish_phase1(e, workspaceSize, executor, {self, weight, out});
+  return finish_forward_phase1(e, workspaceSize, executor, {self, weight}, out);
 }
 int aclnnPrelu(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void*) {
   return phase2("aclnnPrelu", workspace, workspaceSize, executor);
 }
 
 }  // extern "C"
+
+}  // namespace fake

@@ -23,7 +23,6 @@
 namespace fake {
 namespace {
 
-// The kernels and the extension's APIs of this family (fake_opapi.h, OpFamily).
 const OpFamily kScaledMaskedSoftmax(
     "scaled_masked_softmax",
     {{"ScaledMaskedSoftmaxV2", kSocA2A3_950}, {"ScaledMaskedSoftmaxGradV2", kSocA2A3_950 | kSoc310P}},
@@ -90,9 +89,6 @@ struct SoftmaxExec : Executor {
 };
 
 }  // namespace
-}  // namespace fake
-
-using namespace fake;
 
 extern "C" {
 
@@ -157,12 +153,12 @@ int aclnnScaledMaskedSoftmaxGetWorkspaceSize(const aclTensor* x, const aclTensor
   if (!has_kernel("ScaledMaskedSoftmaxV2")) return no_kernel("ScaledMaskedSoftmaxV2");
   auto* e = new SoftmaxExec;
   e->x = x; e->mask = mask; e->y = y; e->scale = scale;
-  e->internal_copies = copies({x, mask});
-  e->empty = numel(x) == 0;
-  return finish_phase1(e, workspaceSize, executor, {x, mask, y});
+  return finish_forward_phase1(e, workspaceSize, executor, {x, mask}, y);
 }
 int aclnnScaledMaskedSoftmax(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void*) {
   return phase2("aclnnScaledMaskedSoftmax", workspace, workspaceSize, executor);
 }
 
 }  // extern "C"
+
+}  // namespace fake
