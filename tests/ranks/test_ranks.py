@@ -1,9 +1,11 @@
 """torch.distributed across processes on the npu device: torch_npu's hccl backend over the fake CANN's HCCL
 (tests/fake_cann/hccl, docs/testing.md), 2 and 4 ranks, each a process of tests/support/ranks_worker.py in the
-default torch_npu's runtime (make test-ranks).
+default torch_npu's runtime (make test-ranks), each rank on its own device of the fake (NPU_FAKE_DEVICE_COUNT = the
+number of ranks, torch.npu.set_device(rank)).
 
 - Every operation x dtype of ranks_cases, checked by each rank against a float64 closed form of all ranks' inputs:
-  bitwise where exact, within the dtype's rounding elsewhere; float32 sums bitwise in rank order.
+  bitwise where exact, within the dtype's rounding elsewhere; float32 sums bitwise in rank order. Every checked
+  output on npu:<rank>, and the fake runtime's memory accounting shows memory in use on that device only.
   For TASK_QUEUE_ENABLE unset (torch_npu's default), 0, 1 and 2.
 - A barrier waits for the last rank.
 - A rank killed with SIGKILL ends the others, non-zero, within HCCL_EXEC_TIMEOUT + 10 s, naming HCCL and the peer.
@@ -54,7 +56,8 @@ def start(world, *args, tq="default", ranks=None, **env):
     after the other: the call for the first ranks chooses it)."""
     port = runner.free_port() if not ranks or ranks[0] == 0 else _PORT[world]
     _PORT[world] = port
-    extra = {"HCCL_EXEC_TIMEOUT": "600", **env}  # a loaded machine can stall a rank for seconds
+    # a loaded machine can stall a rank for seconds; a device per rank
+    extra = {"HCCL_EXEC_TIMEOUT": "600", "NPU_FAKE_DEVICE_COUNT": str(world), **env}
     base = {k: v for k, v in os.environ.items() if k not in ("TASK_QUEUE_ENABLE", "PER_STREAM_QUEUE")}
     if tq != "default":
         extra["TASK_QUEUE_ENABLE"] = tq
@@ -106,6 +109,12 @@ def test_every_operation_and_dtype(world, tq):
         assert not bad, f"rank {rank} of {world}: {len(bad)} of {len(results)} checks failed:\n" + \
             "\n".join(map(str, bad[:20]))
         assert len(results) > 250
+        # the rank worked on its own device, and only there (the fake's per-device accounting)
+        devices = [line for line in log.splitlines() if line.startswith("DEVICES ")]
+        assert devices, f"rank {rank} reported no devices:\n{log[-4000:]}"
+        seen = json.loads(devices[0][len("DEVICES "):])
+        assert seen["current"] == rank and len(seen["bytes_in_use"]) == world, seen
+        assert [d for d, n in enumerate(seen["bytes_in_use"]) if n > 0] == [rank], seen
 
 
 SUBSET = pytest.mark.parametrize("world,tq", [(2, "default")], ids=["2ranks-tqdefault"])  # the id CI selects

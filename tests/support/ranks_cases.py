@@ -3,7 +3,8 @@ on rank-seeded inputs, each checked by the rank that ran it against a float64 cl
 rank can make every other rank's input: it is a function of the rank). Bitwise where the result is exact (small
 integers, sums of multiples of 1/8, max / min, data movement), within the dtype's rounding elsewhere.
 
-A case is a function (rank, world, dtype) -> [(name, error or None)]; ranks_worker.py runs them on the npu device."""
+A case is a function (rank, world, dtype) -> [(name, error or None)]; ranks_worker.py runs them on the npu device,
+each rank on its own (npu:<rank>, DEVICE below): every checked output must be on it."""
 
 import torch
 import torch.distributed as dist
@@ -39,12 +40,24 @@ def real(rank, n, dtype, salt=0):
     return torch.randn(n, generator=g, dtype=torch.float64).to(dtype).double()
 
 
+DEVICE = None  # the rank's device (ranks_worker.py sets it): where every checked output must be
+
+
+def on_device(out):
+    """None when `out` is on the rank's device, else a message (a tensor of another device: the fake's HCCL or
+    runtime assuming device 0)."""
+    return None if out.device == DEVICE else f"on {out.device}, not on this rank's {DEVICE}"
+
+
 def npu(v, dtype):
     return v.to(dtype).npu()
 
 
 def same(out, expected, dtype):
-    """None when `out` (npu) has exactly the bits of `expected` (float64, exact in dtype), else a message."""
+    """None when `out` (npu, on the rank's device) has exactly the bits of `expected` (float64, exact in dtype), else a
+    message."""
+    if on_device(out):
+        return on_device(out)
     got, want = out.cpu(), expected.to(dtype)
     if got.dtype != dtype or got.shape != want.shape:
         return f"dtype/shape {got.dtype} {tuple(got.shape)} != {dtype} {tuple(want.shape)}"
@@ -60,7 +73,10 @@ def same(out, expected, dtype):
 
 def close(out, expected, magnitude, dtype, world):
     """None when `out` is `expected` (float64) rounded to dtype, give or take the rounding of `world` additions in
-    float32 (the fake's accumulation; float32 itself: in float32): half an ulp of the result for 16-bit floats."""
+    float32 (the fake's accumulation; float32 itself: in float32): half an ulp of the result for 16-bit floats; on
+    the rank's device."""
+    if on_device(out):
+        return on_device(out)
     f32 = torch.finfo(torch.float32).eps
     err = (out.cpu().double() - expected).abs()
     if dtype == torch.float32:

@@ -1,9 +1,10 @@
-"""One rank of tests/ranks: torch.distributed over torch_npu's hccl backend on the fake CANN's HCCL (every rank on
-device 0: the fake has one device).
+"""One rank of tests/ranks: torch.distributed over torch_npu's hccl backend on the fake CANN's HCCL, each rank on its
+own device, npu:<rank> (the test sets NPU_FAKE_DEVICE_COUNT to the number of ranks).
 
     python ranks_worker.py RANK WORLD PORT cases [CASE ...]   every case of ranks_cases (or those named), each dtype;
                                                               prints one line "RESULT <json>": [[case, dtype,
-                                                              check, error or null], ...]
+                                                              check, error or null], ...], then "DEVICES <json>":
+                                                              the fake runtime's bytes in use on each device
     python ranks_worker.py RANK WORLD PORT barrier            rank 0 sleeps before the barrier; prints the seconds
                                                               each rank spent in it
     python ranks_worker.py RANK WORLD PORT loop               prints "READY" after a first all_reduce, then
@@ -19,11 +20,13 @@ import torch
 import torch.distributed as dist
 import torch_npu  # noqa: F401  (the npu device and the hccl backend)
 
+import fake_cann_lib
 import ranks_cases
 
 
 def init(rank, world, port):
-    torch.npu.set_device(0)
+    torch.npu.set_device(rank)  # each rank on its own device, as MindSpeed and torchrun users do (local rank)
+    ranks_cases.DEVICE = torch.device("npu", rank)
     dist.init_process_group("hccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
 
 
@@ -49,6 +52,9 @@ def main(rank, world, port, scenario, *names):
     if scenario == "cases":
         results = run_cases(rank, world, set(names))
         print("RESULT " + json.dumps(results), flush=True)
+        rt = fake_cann_lib.runtime()
+        in_use = [rt.fake_cann_count(b"bytes_in_use device %d" % d) for d in range(torch.npu.device_count())]
+        print("DEVICES " + json.dumps({"current": torch.npu.current_device(), "bytes_in_use": in_use}), flush=True)
     elif scenario == "barrier":
         t = torch.ones(1).npu()
         dist.all_reduce(t)  # every rank's communicator is up before the timing
