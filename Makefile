@@ -148,8 +148,9 @@ endif
 
 # Across ranks: torch.distributed between processes on the npu device over the fake CANN's HCCL (tests/ranks,
 # docs/testing.md), in the runtime of make test-npu: every operation x dtype on 2 and 4 ranks for TASK_QUEUE_ENABLE
-# unset, 0, 1 and 2, a killed rank, /dev/shm, PER_STREAM_QUEUE=1. RANKS_SELECT=2ranks-tqdefault runs the subset
-# for CI (2 ranks, the default task queue); RANKS_SELECT is pytest's -k.
+# unset, 0, 1 and 2, a killed rank, /dev/shm, PER_STREAM_QUEUE=1, each rank on its own device of the fake; and
+# Megatron at TP=2 on the npu device against its CPU run over gloo. RANKS_SELECT=2ranks-tqdefault runs the subset
+# for CI (2 ranks, the default task queue, the Megatron test too); RANKS_SELECT is pytest's -k.
 RANKS_SELECT ?=
 test-ranks: npu-build
 	fake_lib=$$($(NPU_PY) tests/fake_cann/build.py | tail -n 1) && \
