@@ -51,6 +51,17 @@ void check_rank(const char* op, const char* name, const at::Tensor& t, int64_t r
 // NumPy broadcasting of two shapes; false when they do not broadcast.
 bool broadcast_shapes(c10::SymIntArrayRef a, c10::SymIntArrayRef b, std::vector<c10::SymInt>& out) {
   const size_t n = std::max(a.size(), b.size());
+  const auto ai = c10::asIntArrayRefSlowOpt(a), bi = c10::asIntArrayRefSlowOpt(b);
+  if (ai.has_value() && bi.has_value()) {  // real tensors: the same rule on plain integers (no SymInt arithmetic)
+    out.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t da = i < n - ai->size() ? 1 : (*ai)[i - (n - ai->size())];
+      const int64_t db = i < n - bi->size() ? 1 : (*bi)[i - (n - bi->size())];
+      if (da != db && da != 1 && db != 1) return false;
+      out[i] = c10::SymInt(da == 1 ? db : da);
+    }
+    return true;
+  }
   out.assign(n, c10::SymInt(1));
   for (size_t i = 0; i < n; ++i) {
     const c10::SymInt da = i < n - a.size() ? c10::SymInt(1) : a[i - (n - a.size())];

@@ -20,8 +20,10 @@
 //     `structured::OutputsOnly` writes nothing (the Meta kernels);
 //   - or `Impl::compute(meta, args...)`: returns the functional result, which `.out` copies into the caller's
 //     tensors: the composites (`structured::Returns<fn>`, from a functional implementation);
-// and optionally `Impl::check(args...)`, a backend's own check after the op's (the NPU path's dtype guard), and
-// `Impl::kDeviceGuard = true`: the inputs' device is made current before the outputs are made (the NPU path).
+// and optionally `Impl::check(args...)`, a backend's own check after the op's (the NPU path's dtype guard),
+// `Impl::kDeviceGuard = true`: the inputs' device is made current before the outputs are made (the NPU path), and
+// `Impl::new_output(spec, like)`: how the functional overload allocates an output (the NPU path: torch_npu's own
+// allocation, npu::StructuredKernel; new_output, through the dispatcher, otherwise).
 //
 // Either way the sequence is the one every kernel of the op follows: the op's check, the backend's check, then for
 // `.out` each output against its spec (shape, dtype, device, no internal overlap), for the functional overload new
@@ -133,7 +135,13 @@ struct Kernels<Op, Impl, R(A...)> {
     } else {
       const auto specs = Op::outputs(meta);
       Outs outs;
-      for (std::size_t i = 0; i < N; ++i) outs[i] = new_output(*specs[i], first_tensor(a...));
+      for (std::size_t i = 0; i < N; ++i) {
+        if constexpr (requires { Impl::new_output(*specs[i], first_tensor(a...)); }) {
+          outs[i] = Impl::new_output(*specs[i], first_tensor(a...));
+        } else {
+          outs[i] = new_output(*specs[i], first_tensor(a...));
+        }
+      }
       Impl::run(meta, outs, a...);
       return result(outs);
     }

@@ -236,7 +236,7 @@ OutSlot::OutSlot(const at::Tensor& user, OutWrite write, std::initializer_list<a
   // copy into any layout, except one where several elements share memory.
   bool direct = shape_ok && !compat::private_format(user) &&
                 (write == OutWrite::Dense ? user.is_contiguous()
-                                          : at::has_internal_overlap(user) != at::MemOverlap::Yes);
+                                          : user.is_contiguous() || at::has_internal_overlap(user) != at::MemOverlap::Yes);
   for (const auto& in : inputs) {
     if (direct && in.defined() && in.is_alias_of(user) &&
         at::get_overlap_status(user, in) != at::MemOverlapStatus::No) {
@@ -244,7 +244,7 @@ OutSlot::OutSlot(const at::Tensor& user, OutWrite write, std::initializer_list<a
     }
   }
   direct_ = direct;
-  target_ = direct ? user : at::empty(shape_ok ? user.sizes() : aclnn_shape, user.options());
+  target_ = direct ? user : empty(shape_ok ? user.sizes() : aclnn_shape, user.options());
 }
 
 void OutSlot::finish() {

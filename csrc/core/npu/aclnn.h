@@ -221,6 +221,12 @@ ProbeResult probe_launch(const AclnnApi& api, Ts&... args) {
   return {ret, ret == 0 ? 0 : 2};
 }
 
+// A new contiguous NPU tensor in the base format ND (an output, a temporary): torch_npu's own allocation where the
+// release exports it, else at::empty (compat::empty).
+inline at::Tensor empty(c10::IntArrayRef sizes, const at::TensorOptions& options) {
+  return compat::empty(sizes, options);
+}
+
 // Host work (a copy to the host, a CPU kernel) cannot be part of an NPU graph: during a capture (aclgraph,
 // torch.compile mode="reduce-overhead") it would synchronise the captured stream, and a replay would not redo it.
 // Raises "npu_ext.<op>: <what> ..." while the current stream is being captured.
@@ -259,12 +265,23 @@ at::Tensor run_elementwise(const AclnnApi& api, const at::Tensor& self, Launch&&
   return run_native(
       api, self.device(),
       [&] {
-        at::Tensor y = at::empty(self.sizes(), self.options());
+        at::Tensor y = empty(self.sizes(), self.options());
         if (y.numel() != 0) launch(y);
         return y;
       },
       composite);
 }
+
+// What every NPU backend of a structured op (core/structured.h) shares: the inputs' device made current, and the
+// functional overload's outputs allocated with npu::empty (symbolic sizes, which no NPU call has, through
+// new_output).
+struct StructuredKernel {
+  static constexpr bool kDeviceGuard = true;
+  static at::Tensor new_output(const OutputSpec& spec, const at::Tensor& like) {
+    if (const auto sizes = c10::asIntArrayRefSlowOpt(spec.shape)) return empty(*sizes, like.options().dtype(spec.dtype));
+    return ::npu_ext::new_output(spec, like);
+  }
+};
 
 // The causal mask (true above the diagonal: column > row) of shape [1, 1, s1, s2] as a bool tensor on `device`,
 // built once per device and shape and kept (aclnnScaledMaskedSoftmax(Backward) reject fixTriuMask=true).

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -14,6 +15,20 @@
 #include <vector>
 
 #include "torch_npu/csrc/core/npu/NPUFormat.h"
+
+// The real torch_npu's headers (not the aarch64 stand-in's, tests/npu_stub/include, which has neither).
+#if __has_include("torch_npu/csrc/core/NPUStorageImpl.h")
+#include "torch_npu/csrc/core/NPUStorageImpl.h"
+#define NPU_EXT_NPU_STORAGE_DESC 1
+#else
+#define NPU_EXT_NPU_STORAGE_DESC 0
+#endif
+#if NPU_EXT_TORCH_NPU_VERSION >= 209 && __has_include("torch_npu/csrc/framework/utils/OpPreparation.h")
+#include "torch_npu/csrc/framework/utils/OpPreparation.h"
+#define NPU_EXT_APPLY_TENSOR 1
+#else
+#define NPU_EXT_APPLY_TENSOR 0
+#endif
 
 #if !NPU_EXT_OP_API_EXTENSION
 #include <acl/acl.h>
@@ -43,16 +58,29 @@ int64_t base_of(int64_t format) {
 // (at::from_blob, DLPack: a plain c10::StorageImpl over device memory) has no descriptor: torch_npu up to 2.12 reads
 // one past its end, and 2.13 raises (NPUBridge.cpp, GetNpuStorageImplDesc's typeid check). Compared by the dynamic
 // type's mangled name, which needs no symbol of libtorch_npu.
-bool npu_storage(const at::Tensor& t) {
-  const c10::StorageImpl* impl = t.storage().unsafeGetStorageImpl();
-  return impl != nullptr && std::strcmp(typeid(*impl).name(), "N9torch_npu14NPUStorageImplE") == 0;
+// The name's address is kept after the first match: the same type_info gives the same address.
+bool npu_storage(const c10::StorageImpl* impl) {
+  static std::atomic<const char*> known{nullptr};
+  if (impl == nullptr) return false;
+  const char* name = typeid(*impl).name();
+  if (name == known.load(std::memory_order_relaxed)) return true;
+  if (std::strcmp(name, "N9torch_npu14NPUStorageImplE") != 0) return false;
+  known.store(name, std::memory_order_relaxed);
+  return true;
 }
 
 // The tensor's NPU format when it is a private one (FormatHelper::IsOpInputBaseFormat false), else -1. A tensor over
 // a foreign storage is in its base format: its format is never read.
 int64_t private_format_of(const at::Tensor& t) {
-  if (!t.defined() || !t.device().is_privateuseone() || !t.has_storage() || !npu_storage(t)) return -1;
+  if (!t.defined() || !t.device().is_privateuseone() || !t.has_storage()) return -1;
+  const c10::StorageImpl* impl = t.unsafeGetTensorImpl()->unsafe_storage().unsafeGetStorageImpl();
+  if (!npu_storage(impl)) return -1;
+#if NPU_EXT_NPU_STORAGE_DESC
+  // what get_npu_format returns (NPUNativeFunctions::get_npu_format), without its second type check
+  const int64_t format = static_cast<const torch_npu::NPUStorageImpl*>(impl)->npu_desc_.npu_format_;
+#else
   const int64_t format = at_npu::native::get_npu_format(t);
+#endif
   return format != kND && format != kNCHW && format != kNHWC && format != kNCDHW ? format : -1;
 }
 
@@ -63,6 +91,14 @@ bool private_format(const at::Tensor& t) { return private_format_of(t) >= 0; }
 at::Tensor base_format(const at::Tensor& t) {
   const int64_t format = private_format_of(t);
   return format < 0 ? t : at_npu::native::npu_format_cast(t, base_of(format));
+}
+
+at::Tensor empty(c10::IntArrayRef sizes, const at::TensorOptions& options) {
+#if NPU_EXT_APPLY_TENSOR
+  return at_npu::native::OpPreparation::apply_tensor_without_format(sizes, options);
+#else
+  return at::empty(sizes, options);
+#endif
 }
 
 #if NPU_EXT_OP_API_EXTENSION

@@ -128,8 +128,19 @@ void destroy_executor(aclOpExecutor* executor);
 // an input to its base format first, with torch_npu's npu_format_cast (torch_npu/csrc/core/npu/NPUFormat.h, exported
 // by every release from 2.6), as the acl_op graph's TransData would; a base-format tensor (ND, NCHW, NHWC, NCDHW:
 // FormatHelper::IsOpInputBaseFormat) is returned as it is.
+// The format is read from the storage's descriptor (NPUStorageImpl::npu_desc_) after the storage's type is checked,
+// where the headers have NPUStorageImpl.h (every torch_npu release; not the aarch64 stand-in, tests/npu_stub, where
+// get_npu_format is called): get_npu_format checks the type a second time, a dynamic_cast (about 350 host
+// instructions a tensor on torch_npu 2.13).
 bool private_format(const at::Tensor& t);
 at::Tensor base_format(const at::Tensor& t);
+
+// A new contiguous tensor in the base format ND on the NPU device of `options` (an output): torch_npu's
+// OpPreparation::apply_tensor_without_format, what torch_npu's own operators allocate their outputs with, where the
+// release exports it (2.9 and later: TORCH_NPU_API; 2.6 does not export it, and older releases are not checked), else
+// at::empty. at::empty reaches the same allocation (NPUNativeFunctions::empty) through the dispatcher and its NPU
+// kernel's device guard: about 1.6k host instructions more a call on torch_npu 2.13 (benchmarks/npu_host_cost.py).
+at::Tensor empty(c10::IntArrayRef sizes, const at::TensorOptions& options);
 
 
 #if NPU_EXT_OP_API_EXTENSION

@@ -1,6 +1,7 @@
 #include "ops/gelu/checks.h"
 
 #include <ATen/ATen.h>
+#include <ATen/ops/result_type_native.h>
 
 namespace npu_ext {
 
@@ -29,7 +30,8 @@ GeluBackwardMeta check_gelu_backward_v2(const at::Tensor& grad_output, const at:
   NPU_EXT_CHECK(broadcast_shapes(grad_output.sym_sizes(), self.sym_sizes(), meta.grad_input.shape), op, "grad_output of shape ",
                 shape_str(grad_output.sym_sizes()), " and self of shape ", shape_str(self.sym_sizes()),
                 " do not broadcast");
-  meta.grad_input.dtype = at::result_type(grad_output, self);
+  // ATen's own rule (result_type's only kernel, CompositeImplicitAutograd), called without the dispatcher
+  meta.grad_input.dtype = at::native::result_type(grad_output, self);
   return meta;
 }
 

@@ -85,8 +85,7 @@ void run(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view
 }
 
 // Both overloads (core/structured.h: the check and the outputs come from GeluBackwardV2Op).
-struct Kernel {
-  static constexpr bool kDeviceGuard = true;
+struct Kernel : npu::StructuredKernel {
   static void check(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view) {
     check_npu_float(kOp, "grad_output", grad_output);
     check_npu_float(kOp, "self", self);

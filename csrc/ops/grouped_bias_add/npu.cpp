@@ -129,8 +129,7 @@ void run(const at::Tensor& grad_y, const c10::optional<at::Tensor>& group_idx, i
 }
 
 // Both overloads (core/structured.h: the check and the outputs come from GroupedBiasAddGradOp).
-struct Kernel {
-  static constexpr bool kDeviceGuard = true;
+struct Kernel : npu::StructuredKernel {
   static void check(const at::Tensor& grad_y, const c10::optional<at::Tensor>&, int64_t) {
     check_npu_float(kOp, "grad_y", grad_y);
   }

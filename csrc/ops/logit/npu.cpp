@@ -63,8 +63,7 @@ void run(const at::Tensor& x, const at::Tensor& dy, double eps, const at::Tensor
 }
 
 // Both overloads (core/structured.h: the check and the outputs come from LogitGradOp).
-struct Kernel {
-  static constexpr bool kDeviceGuard = true;
+struct Kernel : npu::StructuredKernel {
   static void check(const at::Tensor& x, const at::Tensor& dy, double) {
     check_npu_float(kOp, "x", x);
     check_npu_float(kOp, "dy", dy);

@@ -89,8 +89,7 @@ void run(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor
 }
 
 // Both overloads (core/structured.h: the check and the outputs come from PreluBackwardOp).
-struct Kernel {
-  static constexpr bool kDeviceGuard = true;
+struct Kernel : npu::StructuredKernel {
   static void check(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
     check_npu_float(kOp, "self", self);
     check_npu_float(kOp, "grad_output", grad_output);

@@ -48,7 +48,7 @@ at::Tensor scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, do
       [&] {
         const bool fp32_arithmetic = x.scalar_type() == at::kHalf && scale != 1.0;
         at::Tensor x_arg = fp32_arithmetic ? x.to(at::kFloat) : x;
-        at::Tensor y = at::empty(x.sizes(), x_arg.options().memory_format(at::MemoryFormat::Contiguous));
+        at::Tensor y = npu::empty(x.sizes(), x_arg.options());
         if (y.numel() == 0) return fp32_arithmetic ? y.to(x.scalar_type()) : y;
         const at::Tensor& m = fix_triu_mask ? npu::causal_mask(x.device(), x.size(2), x.size(3)) : mask;
         bool fix_triu_mask_arg = false;  // the only value aclnn accepts
@@ -92,8 +92,7 @@ void run(const at::Tensor& grad_output, const at::Tensor& y, const at::Tensor& m
 }
 
 // Both overloads (core/structured.h: the check and the outputs come from ScaledMaskedSoftmaxBackwardOp).
-struct Kernel {
-  static constexpr bool kDeviceGuard = true;
+struct Kernel : npu::StructuredKernel {
   static void check(const at::Tensor& grad_output, const at::Tensor&, const at::Tensor&, double, bool) {
     check_npu_float(kOp, "grad_output", grad_output);
   }
