@@ -53,6 +53,10 @@ bool broadcast_shapes(c10::SymIntArrayRef a, c10::SymIntArrayRef b, std::vector<
   const size_t n = std::max(a.size(), b.size());
   const auto ai = c10::asIntArrayRefSlowOpt(a), bi = c10::asIntArrayRefSlowOpt(b);
   if (ai.has_value() && bi.has_value()) {  // real tensors: the same rule on plain integers (no SymInt arithmetic)
+    if (*ai == *bi) {
+      out.assign(a.begin(), a.end());
+      return true;
+    }
     out.resize(n);
     for (size_t i = 0; i < n; ++i) {
       const int64_t da = i < n - ai->size() ? 1 : (*ai)[i - (n - ai->size())];

@@ -46,6 +46,15 @@
 namespace npu_ext {
 namespace structured {
 
+// `guard` made to hold `device` current unless it is current already: a device guard always restores the device it
+// found, and on torch_npu that restoring call (NPUGuardImpl::uncheckedSetDevice) costs about 900 host instructions
+// even when the device never changed (benchmarks/npu_host_cost.py). The check is the guard's own first step
+// (getDevice, which exchangeDevice calls too).
+inline void make_current(c10::OptionalDeviceGuard& guard, c10::Device device) {
+  if (device.has_index() && c10::impl::getDeviceGuardImpl(device.type())->getDevice() == device) return;
+  guard.reset_device(device);
+}
+
 // The first tensor argument of a call: the device every output is made on and checked against (the op's check
 // has already put every tensor argument on one device).
 template <class T, class... Rest>
@@ -119,10 +128,10 @@ struct Kernels<Op, Impl, R(A...)> {
     }
   }
 
-  // The inputs' device made current where the backend asks for it (kDeviceGuard), else nothing.
+  // The inputs' device made current where the backend asks for it (kDeviceGuard; make_current), else nothing.
   static void guard_device(c10::OptionalDeviceGuard& guard, const A&... a) {
     if constexpr (requires { Impl::kDeviceGuard; }) {
-      if (Impl::kDeviceGuard) guard.reset_device(first_tensor(a...).device());
+      if (Impl::kDeviceGuard) make_current(guard, first_tensor(a...).device());
     }
   }
 

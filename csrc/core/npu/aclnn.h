@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "core/checks.h"
+#include "core/structured.h"
 #include "core/npu/torch_npu_compat.h"
 
 namespace npu_ext {
@@ -261,7 +262,8 @@ auto run_native(const AclnnApi& api, c10::Device device, Aclnn&& aclnn, Composit
 // launch(y) writes y with the aclnn kernel, called only when y has elements.
 template <typename Launch, typename Composite>
 at::Tensor run_elementwise(const AclnnApi& api, const at::Tensor& self, Launch&& launch, Composite&& composite) {
-  c10::OptionalDeviceGuard guard(self.device());
+  c10::OptionalDeviceGuard guard;
+  structured::make_current(guard, self.device());
   return run_native(
       api, self.device(),
       [&] {

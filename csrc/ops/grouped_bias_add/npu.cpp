@@ -48,7 +48,8 @@ at::Tensor grouped_bias_add(const at::Tensor& x, const at::Tensor& bias, const c
   check_grouped_bias_add(x, bias, group_idx, group_idx_type, probs);
   check_npu_float(kOp, "x", x);
   if (npu::forward_composite_forced()) return composite::grouped_bias_add(x, bias, group_idx, group_idx_type, probs);
-  c10::OptionalDeviceGuard guard(x.device());
+  c10::OptionalDeviceGuard guard;
+  structured::make_current(guard, x.device());
   const at::ScalarType compute = probs.has_value() ? at::toOpMathType(x.scalar_type()) : x.scalar_type();
   const at::Tensor b = bias.to(compute);  // (G, H): cast before the rows are spread (no kernel when equal)
   at::Tensor rows;  // the bias of every row of x, broadcastable to x

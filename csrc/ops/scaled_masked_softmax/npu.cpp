@@ -42,7 +42,8 @@ at::Tensor scaled_masked_softmax(const at::Tensor& x, const at::Tensor& mask, do
                                  c10::string_view fully_masked) {
   const FullyMasked policy = check_scaled_masked_softmax(x, mask, fix_triu_mask, fully_masked);
   check_npu_float(kOp, "x", x);
-  c10::OptionalDeviceGuard guard(x.device());
+  c10::OptionalDeviceGuard guard;
+  structured::make_current(guard, x.device());
   return npu::run_native(
       api(), x.device(),
       [&] {
