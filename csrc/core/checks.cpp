@@ -48,6 +48,13 @@ void check_rank(const char* op, const char* name, const at::Tensor& t, int64_t r
                 shape_str(t.sym_sizes()));
 }
 
+bool same_sizes(const at::Tensor& a, const at::Tensor& b) {
+  if (!a.unsafeGetTensorImpl()->has_symbolic_sizes_strides() && !b.unsafeGetTensorImpl()->has_symbolic_sizes_strides()) {
+    return a.sizes() == b.sizes();
+  }
+  return a.sym_sizes() == b.sym_sizes();
+}
+
 // NumPy broadcasting of two shapes; false when they do not broadcast.
 bool broadcast_shapes(c10::SymIntArrayRef a, c10::SymIntArrayRef b, std::vector<c10::SymInt>& out) {
   const size_t n = std::max(a.size(), b.size());

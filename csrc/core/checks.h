@@ -49,6 +49,10 @@ struct ForwardOp {
 // "npu_ext.<op>: <message>" as a RuntimeError when cond is false.
 #define NPU_EXT_CHECK(cond, op, ...) TORCH_CHECK((cond), "npu_ext.", op, ": ", __VA_ARGS__)
 
+// a.sym_sizes() == b.sym_sizes(), compared as plain integers when neither has symbolic sizes (every real tensor:
+// no SymInt comparison per dimension on the call's host path).
+bool same_sizes(const at::Tensor& a, const at::Tensor& b);
+
 // "torch.float16", ...
 std::string dtype_name(at::ScalarType t);
 // "[2, 3]"

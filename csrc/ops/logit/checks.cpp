@@ -11,7 +11,7 @@ LogitGradMeta check_logit_grad(const at::Tensor& x, const at::Tensor& dy) {
   check_float(op, "x", x);
   check_same_dtype(op, "dy", dy, "x", x);
   check_max_rank(op, "x", x, kMaxRank);
-  NPU_EXT_CHECK(dy.sym_sizes() == x.sym_sizes(), op, "dy must have the shape of x ", shape_str(x.sym_sizes()), ", but got ",
+  NPU_EXT_CHECK(same_sizes(dy, x), op, "dy must have the shape of x ", shape_str(x.sym_sizes()), ", but got ",
                 shape_str(dy.sym_sizes()));
   return {{x.sym_sizes().vec(), x.scalar_type()}};
 }

@@ -17,8 +17,15 @@ void check_softmax_operands(const char* op, const char* name, const at::Tensor& 
   NPU_EXT_CHECK(mask.scalar_type() == at::kBool, op, "mask must have dtype torch.bool, but got ",
                 dtype_name(mask.scalar_type()));
   check_rank(op, "mask", mask, 4);
-  bool ok = mask.sym_size(2) == t.sym_size(2) && mask.sym_size(3) == t.sym_size(3);
-  for (int d = 0; d < 2; ++d) ok = ok && (mask.sym_size(d) == t.sym_size(d) || mask.sym_size(d) == 1);
+  bool ok = true;
+  if (!mask.unsafeGetTensorImpl()->has_symbolic_sizes_strides() && !t.unsafeGetTensorImpl()->has_symbolic_sizes_strides()) {
+    const c10::IntArrayRef m = mask.sizes(), s = t.sizes();  // real tensors: the same test on plain integers
+    ok = m[2] == s[2] && m[3] == s[3];
+    for (int d = 0; d < 2; ++d) ok = ok && (m[d] == s[d] || m[d] == 1);
+  } else {
+    ok = mask.sym_size(2) == t.sym_size(2) && mask.sym_size(3) == t.sym_size(3);
+    for (int d = 0; d < 2; ++d) ok = ok && (mask.sym_size(d) == t.sym_size(d) || mask.sym_size(d) == 1);
+  }
   NPU_EXT_CHECK(ok, op, "mask of shape ", shape_str(mask.sym_sizes()), " must match ", name, " ",
                 shape_str(t.sym_sizes()), " in its last two dimensions and be equal or 1 in its first two");
 }
@@ -35,7 +42,7 @@ ScaledMaskedSoftmaxBackwardMeta check_scaled_masked_softmax_backward(const at::T
   check_float(op, "grad_output", grad_output);
   check_same_dtype(op, "y", y, "grad_output", grad_output);
   check_rank(op, "grad_output", grad_output, 4);
-  NPU_EXT_CHECK(y.sym_sizes() == grad_output.sym_sizes(), op, "y must have the shape of grad_output ",
+  NPU_EXT_CHECK(same_sizes(y, grad_output), op, "y must have the shape of grad_output ",
                 shape_str(grad_output.sym_sizes()), ", but got ", shape_str(y.sym_sizes()));
   check_softmax_operands(op, "grad_output", grad_output, mask, fix_triu_mask);
   return {{grad_output.sym_sizes().vec(), grad_output.scalar_type()}};
