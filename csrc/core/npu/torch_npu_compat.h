@@ -137,8 +137,8 @@ at::Tensor base_format(const at::Tensor& t);
 
 // A new contiguous tensor in the base format ND on the NPU device of `options` (an output): torch_npu's
 // OpPreparation::apply_tensor_without_format, what torch_npu's own operators allocate their outputs with, where the
-// release exports it (2.9 and later: TORCH_NPU_API; 2.6 does not export it, and older releases are not checked), else
-// at::empty. at::empty reaches the same allocation (NPUNativeFunctions::empty) through the dispatcher and its NPU
+// release is known to export it (2.9 and later: TORCH_NPU_API; 2.6 does not export it, 2.7.1.post10 does, the other
+// 2.7.1 .postN and 2.8 were not checked), else at::empty. at::empty reaches the same allocation (NPUNativeFunctions::empty) through the dispatcher and its NPU
 // kernel's device guard: about 1.6k host instructions more a call on torch_npu 2.13 (benchmarks/npu_host_cost.py).
 at::Tensor empty(c10::IntArrayRef sizes, const at::TensorOptions& options);
 
