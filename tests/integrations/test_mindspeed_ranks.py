@@ -1,0 +1,175 @@
+"""examples/megatron_gpt.py's GPT across ranks under the real MindSpeed, on the npu device of the fake CANN (make
+test-mindspeed: tools/versions.py mindspeed, a pair of the release table's mindspeed). Two processes of
+tests/support/mindspeed_ranks_worker.py, each rank on its own device (NPU_FAKE_DEVICE_COUNT=2,
+torch.npu.set_device(rank)), one group with the fake's HCCL for npu tensors (cpu:gloo,npu:hccl); in each,
+``import mindspeed.megatron_adaptor`` before Megatron and torch_ext.megatron.patch() after it, as
+docs/megatron.md says.
+
+* TP = 2: MindSpeed alone (Megatron's torch path, fusion off: test_mindspeed.py's baseline) against MindSpeed +
+  patch() (fusion on), the same processes, seed, weights and batch: every step's loss within TP_REL relative,
+  the same bits on both ranks, the npu_ext operators counted on npu:<rank> only (and as aclnn launches in the fake
+  CANN), as many tensor-parallel all-reduces in both runs, status() and whose object each target holds on every
+  rank: MindSpeed's softmax after its import, ours in place after patch(), MindSpeed's back after unpatch().
+* PP = 2: Megatron's pipeline schedule (1F1B, p2p over HCCL) as MindSpeed adapts it to the npu, with patch() in
+  place, against PP = 1 (the schedule without pipelining) on the same initial weights and global batch (2
+  micro-batches): every step's loss within PP_REL relative; each stage ran its own layer's npu_ext operators.
+
+Why the bounds: TP_REL and PP_REL below.
+"""
+
+import json
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+BRANCH = os.environ.get("NPU_EXT_MINDSPEED")
+pytestmark = [pytest.mark.mindspeed, pytest.mark.subprocess,
+              pytest.mark.skipif(not BRANCH, reason="not in a MindSpeed pair's venv (make test-mindspeed)")]
+
+import torch_ext.megatron as tm  # noqa: E402
+
+import paths  # noqa: E402
+import runner  # noqa: E402
+
+WORLD = 2
+STEPS = 12  # as tests/ranks/test_megatron_tp_npu.py
+LAYERS = 2
+SOFTMAX = "megatron.core.fusions.fused_softmax"
+GATE = f"{SOFTMAX}.FusedScaleMaskSoftmax.is_kernel_available"
+FORWARD = f"{SOFTMAX}.FusedScaleMaskSoftmax.forward_fused_softmax"
+BIAS_GELU = "megatron.core.fusions.fused_bias_gelu.bias_gelu_impl"
+APPLY_BIAS = "megatron.core.transformer.moe.experts.TEGroupedMLP._apply_bias"
+OUR_OPS = ("scaled_masked_softmax", "scaled_masked_softmax_backward", "gelu", "gelu_backward_v2")
+TP_REL = 2e-3
+MICRO = 2  # micro-batches per step (mindspeed_ranks_worker.MICRO_BATCHES)
+
+
+def launch(tmp_path, modes="tp,pp", steps=STEPS, timeout=900):
+    """Runs the ranks of mindspeed_ranks_worker.py (`modes`, one after the other in the same processes); returns
+    what each wrote, in rank order."""
+    out = str(tmp_path / "ranks")
+    port = runner.free_port()
+    base = {k: v for k, v in os.environ.items() if k not in ("TASK_QUEUE_ENABLE", "PER_STREAM_QUEUE")}
+    extra = {"NPU_FAKE_DEVICE_COUNT": str(WORLD), "HCCL_EXEC_TIMEOUT": "600", "OMP_NUM_THREADS": "1"}
+    procs = []
+    for r in range(WORLD):
+        log = tempfile.TemporaryFile()  # a file, not a pipe: a rank blocked on a full pipe would stall its peer
+        procs.append(runner.worker("mindspeed_ranks_worker.py", r, WORLD, port, steps, out, modes, env_extra=extra,
+                                   base=base, stdout=log, stderr=subprocess.STDOUT))
+        procs[-1].log = log
+    try:
+        for p in procs:
+            p.wait(timeout=timeout)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    logs = []
+    for p in procs:
+        p.log.seek(0)
+        logs.append(p.log.read().decode(errors="replace"))
+    assert all(p.returncode == 0 for p in procs), "\n".join(logs)[-8000:]
+    results = []
+    for r in range(WORLD):
+        with open(f"{out}.{r}.json") as f:
+            results.append(json.load(f))
+    return results
+
+
+def expected(megatron, *states):
+    """status() as it must be: each of `states` maps targets to their state (a later one wins; default Megatron's
+    own); the targets this release lacks (TEGroupedMLP._apply_bias before megatron-core 0.15) ABSENT."""
+    merged = {t: tm.MEGATRON for t in (GATE, FORWARD, BIAS_GELU, APPLY_BIAS)}
+    for s in states:
+        merged.update(s)
+    have = [GATE, FORWARD, BIAS_GELU] + ([APPLY_BIAS] if int(megatron.split(".")[1]) >= 15 else [])
+    return {t: merged[t] if t in have else tm.ABSENT for t in merged}
+
+
+OURS = {t: tm.OURS for t in (GATE, FORWARD, BIAS_GELU, APPLY_BIAS)}
+MINDSPEED_SOFTMAX = {t: tm.REPLACED for t in (GATE, FORWARD)}
+WHOSE_MINDSPEED = {GATE: "mindspeed", FORWARD: "mindspeed", BIAS_GELU: "megatron"}
+WHOSE_OURS = {GATE: "ours", FORWARD: "ours", BIAS_GELU: "ours"}
+
+
+def check_status(res, megatron):
+    """status() and whose object each target holds at each step of a rank, as test_mindspeed.py checks them."""
+    s = {step["step"]: step for step in res["steps"]}
+    assert s["mindspeed"]["status"] == s["unpatch"]["status"] == expected(megatron, MINDSPEED_SOFTMAX), s
+    assert s["mindspeed"]["whose"] == s["unpatch"]["whose"] == WHOSE_MINDSPEED, s
+    assert s["patch"]["status"] == expected(megatron, OURS), s["patch"]
+    assert s["patch"]["whose"] == WHOSE_OURS, s["patch"]
+    assert s["patch"]["returned"] == [t for t, v in expected(megatron, OURS).items() if v == tm.OURS], s["patch"]
+
+
+def table(rows, *names):
+    head = "step  " + "  ".join(names) + "  relative"
+    return head + "\n" + "\n".join(f"{i:>4}  {b:.6f}  {a:.6f}  {abs(a - b) / abs(b):.1e}"
+                                   for i, (b, a) in enumerate(rows))
+
+
+def check_tp(results):
+    """The TP = 2 run's assertions (the module's docstring); the curves as a table."""
+    first = results[0]["tp"]
+    for rank, ranks in enumerate(results):
+        res = ranks["tp"]
+        assert (res["tp"], res["tp_rank"]) == (WORLD, rank), "Megatron did not shard the model over the ranks"
+        assert res["device"] == f"npu:{rank}", f"rank {rank} trained on {res['device']}"
+        # the loss is all-reduced over the TP group (vocab-parallel cross entropy): the same bits on every rank
+        assert res["base"] == first["base"] and res["ours"] == first["ours"], f"rank {rank} has other losses"
+        assert len(res["base"]) == len(res["ours"]) == STEPS
+        base, ours = res["base_facts"], res["ours_facts"]
+        allreduces = base["ops"].get("c10d.allreduce_.default", 0)
+        assert allreduces >= STEPS and ours["ops"].get("c10d.allreduce_.default") == allreduces, (base, ours)
+        # MindSpeed alone never runs ours; through patch() the softmax and the bias-GELU run as npu_ext operators,
+        # forward and backward, once per layer and step, on the rank's device, as aclnn launches in the fake CANN
+        assert not [o for o in base["ops"] if o.startswith("npu_ext.")], base["ops"]
+        for op in OUR_OPS:
+            assert ours["ops"].get(f"npu_ext.{op}.default") == LAYERS * STEPS, (op, ours["ops"])
+        assert ours["devices"] and all(d == [f"npu:{rank}"] for d in ours["devices"].values()), ours["devices"]
+        for api in ("aclnnScaledMaskedSoftmax", "aclnnScaledMaskedSoftmaxBackward", "aclnnGeluV2",
+                    "aclnnGeluBackwardV2"):
+            assert ours["launches"].get(api, 0) >= LAYERS * STEPS and api not in base["launches"], (api, base, ours)
+        check_status(res, ranks["megatron"])
+    base, ours = first["base"], first["ours"]
+    assert base[-1] < base[0] - 0.5 and ours[-1] < ours[0] - 0.5, (base, ours)  # both learn
+    curves = table(zip(base, ours), "MindSpeed alone", "MindSpeed + patch()")
+    print(f"TP={WORLD} under MindSpeed {BRANCH}, npu:0 and npu:1 over HCCL:\n{curves}")
+    curves_agree = paths.example("megatron_gpt").curves_agree
+    assert curves_agree(ours, base, rel=TP_REL), curves
+    assert not curves_agree([x * (1 + 2 * TP_REL) for x in base], base, rel=TP_REL)  # the comparison can fail
+
+
+def check_pp(results):
+    """The PP = 2 run's assertions (the module's docstring); the curves as a table."""
+    pp1, pp2 = results[0]["pp"]["pp1"]["losses"], results[-1]["pp"]["pp2"]["losses"]
+    for rank, ranks in enumerate(results):
+        res = ranks["pp"]
+        assert (res["pp"], res["pp_rank"]) == (WORLD, rank), "Megatron did not split the model into stages"
+        assert res["device"] == f"npu:{rank}"
+        assert res["pp2"]["first_stage"] == (rank == 0) and res["pp2"]["last_stage"] == (rank == WORLD - 1)
+        assert res["pp1"]["schedule"].endswith("forward_backward_no_pipelining"), res["pp1"]
+        assert res["pp2"]["schedule"].endswith("forward_backward_pipelining_without_interleaving"), res["pp2"]
+        assert res["pp1"]["losses"] == pp1  # each rank ran the whole model at PP = 1: the same losses everywhere
+        # PP = 1: both layers' softmax and bias-GELU, forward and backward, per micro-batch and step; PP = 2: each
+        # stage its own layer's, on its own device
+        for op in OUR_OPS:
+            assert res["pp1_facts"]["ops"].get(f"npu_ext.{op}.default") == LAYERS * MICRO * STEPS, res["pp1_facts"]
+            assert res["pp2_facts"]["ops"].get(f"npu_ext.{op}.default") == MICRO * STEPS, res["pp2_facts"]
+        assert all(d == [f"npu:{rank}"] for d in res["pp2_facts"]["devices"].values()), res["pp2_facts"]
+        # the stages talked through the fake's HCCL (p2p; batch_isend_irecv by default)
+        check_status(res, ranks["megatron"])
+    assert results[0]["pp"]["pp2"]["losses"] is None and len(pp2) == len(pp1) == STEPS
+    assert pp1[-1] < pp1[0] - 0.5, pp1
+    curves = table(zip(pp1, pp2), "PP=1", "PP=2")
+    print(f"PP={WORLD} under MindSpeed {BRANCH} against PP=1:\n{curves}")
+    assert pp2 == pp1, curves
+
+
+def test_tp2_and_pp2_under_mindspeed(tmp_path):
+    results = launch(tmp_path)
+    check_tp(results)
+    check_pp(results)
