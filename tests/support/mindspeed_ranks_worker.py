@@ -174,6 +174,33 @@ def train_pipelined(steps, pp, full, seq=32, vocab=96):
             "last_stage": parallel_state.is_pipeline_last_stage()}
 
 
+class P2PLog:
+    """Counts the point-to-point operations Megatron's schedule hands torch.distributed.batch_isend_irecv (its p2p
+    path by default, batch_p2p_comm), by kind and peer, with their tensors' devices and dtypes; calls it unchanged."""
+
+    def __init__(self):
+        self.ops = collections.Counter()
+        self.tensors = set()
+
+    def __enter__(self):
+        self.original = dist.batch_isend_irecv
+
+        def batch_isend_irecv(ops):
+            for op in ops:
+                self.ops[f"{op.op.__name__} {op.peer}"] += 1
+                self.tensors.add(f"{op.tensor.device} {op.tensor.dtype}")
+            return self.original(ops)
+
+        dist.batch_isend_irecv = batch_isend_irecv
+        return self
+
+    def __exit__(self, *exc):
+        dist.batch_isend_irecv = self.original
+
+    def facts(self):
+        return {"p2p": dict(self.ops), "p2p_tensors": sorted(self.tensors)}
+
+
 def run_pp(world, steps):
     """PP = 1, then PP = 2, with patch() in place (the module's docstring)."""
     from megatron.core import parallel_state
@@ -184,13 +211,17 @@ def run_pp(world, steps):
             assert parallel_state.get_pipeline_model_parallel_world_size() == 1
             full = {k: v.detach().clone() for k, v in gpt(1, 32, 96, device="cpu").module.state_dict().items()
                     if isinstance(v, torch.Tensor)}
-            pp1, pp1_facts = logged(train_pipelined, steps, 1, full)
+            with P2PLog() as p2p:
+                pp1, pp1_facts = logged(train_pipelined, steps, 1, full)
+            pp1_facts.update(p2p.facts())
             parallel_state.destroy_model_parallel()
             parallel_state.initialize_model_parallel(pipeline_model_parallel_size=world)
             seen = {"pp": parallel_state.get_pipeline_model_parallel_world_size(),
                     "pp_rank": parallel_state.get_pipeline_model_parallel_rank(),
                     "device": str(torch.empty(0, device="npu").device)}
-            pp2, pp2_facts = logged(train_pipelined, steps, world, full)
+            with P2PLog() as p2p:
+                pp2, pp2_facts = logged(train_pipelined, steps, world, full)
+            pp2_facts.update(p2p.facts())
     finally:
         tm.unpatch()
     log.append(snapshot("unpatch"))
