@@ -18,8 +18,8 @@ without pipelining), then PP = 2 (stage <rank>: one of the two layers), the same
 each stage loading its part), the same global batch in the same 2 micro-batches, the same Adam.
 
 Writes OUT.RANK.json: the loss curves, the npu_ext operators and c10d collectives each run dispatched (counted by
-name) and the devices of the npu_ext ops' tensors, the fake CANN's aclnn / acl_op launches per run, status() and
-whose object each target holds at each step. Asserts nothing itself.
+name) and the devices of the npu_ext ops' tensors, the fake CANN's aclnn / acl_op launches per run, the p2p operations
+of the PP runs (P2PLog), status() and whose object each target holds at each step. Asserts nothing itself.
 """
 
 import collections
