@@ -15,6 +15,15 @@
 // bits: 24 fp32, 11 fp16, 8 bf16, 32 fp64), so u lies in [0, 1) exactly representable, and the value is
 // from + (to - from) * u computed in double, rounded once to the dtype. normal: Box-Muller over the block's two pairs
 // of uint32 (u1 in (0, 1], u2 in [0, 1), 24 bits each), mean + std * z computed in double, rounded once.
+// Dropout on an Atlas A2/A3 (op-plugin NativeDropoutKernelNpuOpApi.cpp, _npu_dropout; not the aclnn-only Ascend950,
+// which takes aclnnDropoutV3, not modelled) is two operators, the mask generated on the secondary stream with (seed,
+// offset) from philox_engine_inputs(LEGACY_RAND_COUNTER_OFFSET), then applied; the backward applies the same mask:
+//   aclnnDropoutGenMaskV2(aclIntArray shape, double p, int64_t seed, int64_t offset, aclDataType probDataType, out)
+//       out: uint8 of ceil(numel / 128) * 16 bytes, one bit per element of `shape` in row-major order (element i is
+//       bit i % 8 of byte i / 8), 1 = kept with probability 1 - p; the padding bits 0. Element i's draw: lane i % 4
+//       of block i / 4 of the same Philox stream, u = top 24 bits * 2^-24, kept when u >= p.
+//   aclnnDropoutDoMask(self, mask, double prob, out)   out = self * bit * (1 / (1 - prob)) (0 for prob 1), in fp32
+//       (fp64 for fp64), rounded once. The backward passes prob = 1 - 1 / scale.
 // The values cannot equal a real NPU's bit for bit: the kernel's own use of the Philox stream (how many numbers per
 // element, which transform, which rounding) is not in any source available here; only the distributions and the
 // seed / offset contract are modelled.
@@ -74,6 +83,8 @@ void fill(const aclTensor* self, uint64_t seed, uint64_t offset, Fn&& fn) {
   out.copy_(values.view(out.sizes()));
 }
 
+constexpr int32_t kAclUInt8 = 4;  // ACL_UINT8: the dropout mask
+
 bool floating(const aclTensor* t) { return t->dtype == F32 || t->dtype == F16 || t->dtype == BF16 || t->dtype == F64; }
 
 int random_phase1(const char* api, const aclTensor* self, std::function<void()> body, uint64_t* workspace_size,
@@ -125,6 +136,58 @@ int aclnnInplaceUniformGetWorkspaceSize(aclTensor* selfRef, double from, double 
 }
 int aclnnInplaceUniform(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void*) {
   return phase2("aclnnInplaceUniform", workspace, workspaceSize, executor);
+}
+
+int aclnnDropoutGenMaskV2GetWorkspaceSize(const aclIntArray* shape, double p, int64_t seed, int64_t offset,
+                                          int32_t probDataType, aclTensor* out, WS) {
+  (void)probDataType;
+  int64_t n = 1;
+  for (int64_t d : A(shape)) n *= d;
+  const int64_t bytes = (n + 127) / 128 * 16;
+  if (shape == nullptr || out == nullptr || out->dtype != kAclUInt8 || numel(out) != bytes || !(p >= 0.0 && p <= 1.0)) {
+    count("aclnnDropoutGenMaskV2GetWorkspaceSize");
+    return reject(kInvalid, "aclnnDropoutGenMaskV2: out must be uint8 of " + std::to_string(bytes) +
+                                " bytes (ceil(numel / 128) * 16) and p within [0, 1].");
+  }
+  return queue("aclnnDropoutGenMaskV2", [=]() {
+    at::Tensor mask = at::zeros({bytes}, at::TensorOptions().dtype(at::kByte));
+    uint8_t* m = mask.data_ptr<uint8_t>();
+    for (int64_t i = 0; i < n; i += 4) {
+      const Block b = philox(static_cast<uint64_t>(seed), static_cast<uint64_t>(i / 4), static_cast<uint64_t>(offset));
+      for (int lane = 0; lane < 4 && i + lane < n; ++lane) {
+        const double u = static_cast<double>(b.v[lane] >> 8) * 0x1p-24;
+        if (u >= p) m[(i + lane) / 8] |= static_cast<uint8_t>(1u << ((i + lane) % 8));
+      }
+    }
+    W(out, mask);
+  }, workspaceSize, executor);
+}
+int aclnnDropoutGenMaskV2(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void*) {
+  return phase2("aclnnDropoutGenMaskV2", workspace, workspaceSize, executor);
+}
+
+int aclnnDropoutDoMaskGetWorkspaceSize(const aclTensor* self, const aclTensor* mask, double prob, aclTensor* out, WS) {
+  if (self == nullptr || mask == nullptr || out == nullptr || mask->dtype != kAclUInt8 || out->sizes != self->sizes ||
+      numel(mask) * 8 < numel(self)) {
+    count("aclnnDropoutDoMaskGetWorkspaceSize");
+    return reject(kInvalid, "aclnnDropoutDoMask: mask must be uint8 with a bit for each element of self, out "
+                            "self's shape.");
+  }
+  return queue("aclnnDropoutDoMask", [=]() {
+    const at::Tensor x = T(self);
+    const int64_t n = x.numel();
+    // the bits, element i at bit i % 8 of byte i / 8
+    const at::Tensor bytes = T(mask).contiguous().to(at::kLong);
+    const at::Tensor index = at::arange(n, at::TensorOptions().dtype(at::kLong));
+    const at::Tensor bits = bytes.index_select(0, at::floor_divide(index, 8)).bitwise_right_shift(index.remainder(8))
+                                .bitwise_and(1);
+    const at::ScalarType wide = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+    const double scale = prob < 1.0 ? 1.0 / (1.0 - prob) : 0.0;
+    W(out, (x.to(wide).reshape({-1}) * bits.to(wide) * scale).view(x.sizes()));
+  }, workspaceSize, executor);
+}
+int aclnnDropoutDoMask(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, void*) {
+  return phase2("aclnnDropoutDoMask", workspace, workspaceSize, executor);
 }
 
 }  // extern "C"
