@@ -27,9 +27,13 @@ build/mindspeed/<branch>/venv, set up as MindSpeed's install guide says: Megatro
 MindSpeed (unpacked into build/mindspeed/<branch>/mindspeed) installed with `pip install --no-deps -e` plus the
 packages its import needs (MINDSPEED_PIP). The archives are $NPU_EXT_THIRDPARTY's (default build/thirdparty);
 nothing of them enters the repository. The tests are tests/integrations/test_mindspeed.py, with NPU_EXT_MINDSPEED naming the
-pair (a skip is a failure there too). Two pairs of one runtime test the cluster wheel (docs/install.md): the first
-also builds it (pip wheel --no-build-isolation --no-deps .) into build/mindspeed/wheel, the second installs that
-wheel instead of compiling and runs tests/npu/test_npu_device.py and tests/package/test_version_mismatch.py besides.
+pair (a skip is a failure there too). A pair whose entry names a mindspeed_llm also gets MindSpeed-LLM: its checkout
+unpacked into build/mindspeed/<branch>/mindspeed-llm, its packages (the entry's pip) in the venv, Megatron's dataset
+helpers compiled in a copy of Megatron-LM with the venv's Python (_mindspeed_llm), and
+tests/integrations/test_mindspeed_llm.py (marker mindspeed_llm, deselected on the other pairs). Two pairs of one
+runtime test the cluster wheel (docs/install.md): the first also builds it (pip wheel --no-build-isolation
+--no-deps .) into build/mindspeed/wheel, the second installs that wheel instead of compiling and runs
+tests/npu/test_npu_device.py and tests/package/test_version_mismatch.py besides.
 """
 
 import argparse
@@ -210,10 +214,11 @@ def _prepare(release, base, venv_args, python=None, wheel=None):
 
 def _pytest(py, base, env, select, workers, not_marked=(), tests=None):
     """pytest over the tests selected by the marker expression `select` (within the paths `tests`, default all) in
-    `base` with `env`, without the tests of the markers `not_marked`; (exit code, pytest's closing counts)."""
+    `base` with `env`, without the tests of the markers `not_marked`; (exit code, pytest's closing counts). The tests
+    of one xdist_group run in one worker (--dist loadgroup; the others spread as with the default)."""
     expression = " and ".join([f"({select})"] + [f"not {m}" for m in not_marked])
     pytest = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={ROOT}",
-              "-c", os.path.join(ROOT, "pyproject.toml"), "-n", str(workers), "-m", expression]
+              "-c", os.path.join(ROOT, "pyproject.toml"), "-n", str(workers), "--dist", "loadgroup", "-m", expression]
     pytest += _expand(tests or ["tests"])
     proc = subprocess.Popen(pytest, cwd=base, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     tail = []
@@ -326,7 +331,9 @@ def mindspeed(branch, tests, workers):
     archive, megatron_archive, release, python = (pair["archive"], pair["megatron_lm_archive"], pair["torch_npu"],
                                                   pair["python"])
     src_dir = thirdparty()
-    missing = [a for a in (archive, megatron_archive) if not os.path.exists(os.path.join(src_dir, a))]
+    llm = pair.get("mindspeed_llm")  # MindSpeed-LLM over this pair (tests/integrations/test_mindspeed_llm.py)
+    archives = (archive, megatron_archive) + ((llm["archive"],) if llm else ())
+    missing = [a for a in archives if not os.path.exists(os.path.join(src_dir, a))]
     if missing:
         raise SystemExit(f"versions.py: {', '.join(missing)} not in {src_dir}. Set NPU_EXT_THIRDPARTY to the directory "
                          "holding the MindSpeed and Megatron-LM archives, or make them there from the pinned commits "
@@ -335,7 +342,7 @@ def mindspeed(branch, tests, workers):
     base = os.path.join(ROOT, "build", "mindspeed", branch)
     megatron_dir = _unpack(os.path.join(src_dir, megatron_archive), os.path.join(base, "megatron-lm"))
     mindspeed_dir = _unpack(os.path.join(src_dir, archive), os.path.join(base, "mindspeed"))
-    venv_args = ["--pip", *MINDSPEED_PIP, *pair["pip"]]
+    venv_args = ["--pip", *MINDSPEED_PIP, *pair["pip"], *(llm["pip"] if llm else [])]
     for other, p in MINDSPEED.items():  # the same runtime: start from its copy
         like = os.path.join(ROOT, "build", "mindspeed", other, "venv")
         if other != branch and (p["torch_npu"], p["python"]) == (release, python) and os.path.isdir(like):
@@ -358,14 +365,48 @@ def mindspeed(branch, tests, workers):
         raise SystemExit(f"versions.py: installing MindSpeed failed:\n{r.stdout}\n{r.stderr}")
     test_env["PYTHONPATH"] += os.pathsep + megatron_dir  # Megatron-LM's megatron/, as MindSpeed's guide puts it
     test_env.update(_toolkit(base, test_env["LD_LIBRARY_PATH"].split(os.pathsep)[0]))
+    # set_env.sh's PYTHONPATH: CANN's Python modules (the acl stand-in, which MindSpeed-LLM imports)
+    test_env["PYTHONPATH"] += os.pathsep + os.path.join(test_env["ASCEND_HOME_PATH"], "python", "site-packages")
     test_env["NPU_EXT_MINDSPEED"] = branch
-    code, counts = _pytest(py, base, test_env, select, workers, tests=tests)
+    if llm:
+        test_env.update(_mindspeed_llm(py, base, llm, megatron_dir, src_dir))
+    with open(os.path.join(base, "test-env.json"), "w") as f:  # the tests' environment, to run a worker by hand
+        json.dump(test_env, f)
+    not_run = [] if llm else ["mindspeed_llm"]  # MindSpeed-LLM's tests: only on the pair that carries it
+    code, counts = _pytest(py, base, test_env, select, workers, not_run, tests=tests)
     if branch == next(iter(MINDSPEED)):  # the documentation's MindSpeed runtime is the first pair's
         code = _docs(py, base, test_env) or code
     seconds = time.time() - t0
     print(f"versions: MindSpeed {branch} | Megatron-LM {pair['megatron_lm']} | "
           f"torch_npu {after[1]} | torch {after[0]} | Python {python} | {counts} | {seconds:.0f} s", flush=True)
     return code
+
+
+def _mindspeed_llm(py, base, llm, megatron_dir, src_dir):
+    """MindSpeed-LLM over a MindSpeed pair, as its install guide lays it out: its checkout (unpacked into
+    base/mindspeed-llm), run from there, with Megatron-LM's megatron/ beside it: a copy of the pair's Megatron-LM
+    (base/mindspeed-llm-megatron), since Megatron compiles its dataset helpers into its source tree at start-up
+    (megatron/core/datasets/Makefile). They are compiled here with the venv's Python (its pybind11 and its
+    extension suffix: the Makefile asks python3-config, which on PATH may be another Python's); the run's make then
+    finds them up to date when given the same suffix (the worker sets MAKEFLAGS). The environment for the tests."""
+    llm_dir = _unpack(os.path.join(src_dir, llm["archive"]), os.path.join(base, "mindspeed-llm"))
+    copy = os.path.join(base, "mindspeed-llm-megatron")
+    stamp = os.path.join(copy, ".npu_ext_archive")
+    source_stamp = open(os.path.join(megatron_dir, ".npu_ext_archive")).read()
+    if not os.path.exists(stamp) or open(stamp).read() != source_stamp:
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(megatron_dir, copy, symlinks=True)
+    suffix = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"],
+                            check=True, capture_output=True, text=True).stdout.strip()
+    venv_bin = os.path.dirname(py)
+    env = dict(os.environ, PATH=venv_bin + os.pathsep + os.environ["PATH"])  # python3: the venv's (its pybind11)
+    datasets = os.path.join(copy, "megatron", "core", "datasets")
+    r = subprocess.run(["make", "-s", "-C", datasets, f"LIBEXT={suffix}"], env=env, capture_output=True, text=True)
+    if r.returncode != 0 or not os.path.exists(os.path.join(datasets, "helpers_cpp" + suffix)):  # (else: warnings)
+        raise SystemExit(f"versions.py: Megatron's dataset helpers were not built as helpers_cpp{suffix}:\n"
+                         f"{r.stdout}\n{r.stderr}")
+    return {"NPU_EXT_MINDSPEED_LLM": llm_dir, "NPU_EXT_MINDSPEED_LLM_MEGATRON": copy,
+            "NPU_EXT_MINDSPEED_LLM_EXT_SUFFIX": suffix}
 
 
 def _docs(py, base, env):

@@ -94,7 +94,7 @@ def test_release_regex_finds_the_table_releases_and_nothing_else():
 _ROW_KEYS = {"torch_npu", "torch", "cann", "wheel_python", "python", "megatron_core", "pip", "pip_no_deps",
              "ascend950", "min_torch_npu", "extension_api_from", "_comment"}
 _PAIR_KEYS = {"branch", "archive", "megatron_lm", "megatron_lm_archive", "torch_npu", "python", "pip", "_comment",
-              "repository", "commit", "megatron_lm_repository", "megatron_lm_commit"}
+              "repository", "commit", "megatron_lm_repository", "megatron_lm_commit", "mindspeed_llm"}
 
 
 def _post(release):
