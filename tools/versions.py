@@ -343,6 +343,8 @@ def mindspeed(branch, tests, workers):
     megatron_dir = _unpack(os.path.join(src_dir, megatron_archive), os.path.join(base, "megatron-lm"))
     mindspeed_dir = _unpack(os.path.join(src_dir, archive), os.path.join(base, "mindspeed"))
     venv_args = ["--pip", *MINDSPEED_PIP, *pair["pip"], *(llm["pip"] if llm else [])]
+    if llm and llm.get("pip_no_deps"):
+        venv_args += ["--pip-no-deps", *llm["pip_no_deps"]]
     for other, p in MINDSPEED.items():  # the same runtime: start from its copy
         like = os.path.join(ROOT, "build", "mindspeed", other, "venv")
         if other != branch and (p["torch_npu"], p["python"]) == (release, python) and os.path.isdir(like):
