@@ -168,11 +168,13 @@ test-versions: venv
 # The real MindSpeed pairs (the release table's mindspeed), each in its own venv (build/mindspeed/<branch>): the pair's
 # Python, torch and torch_npu on the fake CANN, Megatron-LM's megatron/ on PYTHONPATH and MindSpeed installed
 # as its guide says (both unpacked from the archives in $NPU_EXT_THIRDPARTY), the package installed with
-# README's command; tests/integrations/test_mindspeed.py there (docs/megatron.md#mindspeed). MINDSPEED=<branch> runs one pair.
+# README's command; tests/integrations/test_mindspeed.py there (docs/megatron.md#mindspeed). MINDSPEED=<branch> runs one pair;
+# MINDSPEED_RANKS=first runs the two-rank tests (tests/integrations/test_mindspeed_ranks.py) on the first pair only (CI).
 # The first pair also builds the cluster wheel, which the second installs without compiling (docs/install.md).
 MINDSPEED ?=
+MINDSPEED_RANKS ?= all
 test-mindspeed: venv
-	$(PYTHON) tools/versions.py mindspeed $(MINDSPEED)
+	NPU_EXT_MINDSPEED_RANKS=$(MINDSPEED_RANKS) $(PYTHON) tools/versions.py mindspeed $(MINDSPEED)
 
 # AddressSanitizer + UBSan: the extension built with -fsanitize=address,undefined into build/asan (the normal
 # build is untouched) and the op tests run against it. ASan must be preloaded into Python, and libstdc++ with

@@ -47,7 +47,7 @@ import tempfile
 import pytest
 
 BRANCH = os.environ.get("NPU_EXT_MINDSPEED")
-pytestmark = [pytest.mark.mindspeed, pytest.mark.subprocess,
+pytestmark = [pytest.mark.mindspeed, pytest.mark.mindspeed_ranks, pytest.mark.subprocess,
               pytest.mark.skipif(not BRANCH, reason="not in a MindSpeed pair's venv (make test-mindspeed)")]
 
 import torch_ext.megatron as tm  # noqa: E402
