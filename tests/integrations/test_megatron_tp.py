@@ -22,7 +22,6 @@ train the same two processes again) and not under the aarch64 emulation (two emu
 natively about 10 s). tests/integrations/test_megatron.py covers the patched ops in every pass.
 """
 
-import json
 import os
 
 import pytest
@@ -52,45 +51,16 @@ REL = 1e-3
 def launch(tmp_path, world=WORLD, steps=STEPS, timeout=300):
     """Runs the ranks of tests/support/megatron_tp_worker.py; returns what each wrote, in rank order."""
     out = str(tmp_path / "losses")
-    port = runner.free_port()
-    procs = [runner.worker("megatron_tp_worker.py", r, world, port, steps, out, env_extra={"OMP_NUM_THREADS": "1"})
-             for r in range(world)]
-    logs = []
-    try:
-        for p in procs:
-            logs.append(p.communicate(timeout=timeout)[0])
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    assert all(p.returncode == 0 for p in procs), "\n".join(logs)[-6000:]
-    results = []
-    for r in range(world):
-        with open(f"{out}.{r}.json") as f:
-            results.append(json.load(f))
-    return results
+    return runner.ranks("megatron_tp_worker.py", world, out, steps, out, env_extra={"OMP_NUM_THREADS": "1"},
+                        timeout=timeout)
 
 
 def check(results, steps=STEPS):
     """Every assertion of the test on the ranks' results; returns the largest loss difference, relative and
     absolute."""
-    first = results[0]
-    for rank, res in enumerate(results):
-        assert (res["tp"], res["tp_rank"]) == (len(results), rank), "Megatron did not shard the model over the ranks"
-        # The loss is all-reduced over the TP group (vocab-parallel cross entropy): the same bits on every rank.
-        assert res["base"] == first["base"] and res["ours"] == first["ours"], f"rank {rank} has other losses"
-        assert len(res["base"]) == len(res["ours"]) == steps
-        # Tensor-parallel communication happened in both runs, and the same amount of it.
-        allreduces = res["base_ops"].get("c10d.allreduce_.default", 0)
-        assert allreduces >= steps and res["ours_ops"].get("c10d.allreduce_.default") == allreduces, res
-        # Megatron's own run never touches npu_ext; the patched one runs the softmax and the bias-GELU there,
-        # forward and backward, once per layer and step.
-        assert not [o for o in res["base_ops"] if o.startswith("npu_ext.")], res["base_ops"]
-        for op in ("scaled_masked_softmax", "scaled_masked_softmax_backward", "gelu", "gelu_backward_v2"):
-            assert res["ours_ops"].get(f"npu_ext.{op}.default") == LAYERS * steps, (op, res["ours_ops"])
-        assert "megatron.core.fusions.fused_softmax.FusedScaleMaskSoftmax.forward_fused_softmax" in res["patched"]
-    base, ours = first["base"], first["ours"]
+    from megatron_common import check_tp_ranks
+
+    base, ours = check_tp_ranks(results, steps, LAYERS)
     assert base[-1] < base[0] - 0.5 and ours[-1] < ours[0] - 0.5, (base, ours)  # both learn
     worst = max(abs(a - b) / abs(b) for a, b in zip(ours, base)), max(abs(a - b) for a, b in zip(ours, base))
     table = "\n".join(f"{i:>3} {b:.5f} {a:.5f} {abs(a - b) / abs(b):.1e}" for i, (b, a) in enumerate(zip(base, ours)))

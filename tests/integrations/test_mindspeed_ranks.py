@@ -39,10 +39,7 @@ accumulate in the same order; Adam then steps the same gradients. Measured: equa
 run_p2p) changes the curve from step 0 (1.9e-6 relative; 9.7e-4 at step 10).
 """
 
-import json
 import os
-import subprocess
-import tempfile
 
 import pytest
 
@@ -72,33 +69,10 @@ def launch(tmp_path, modes="tp,pp", steps=STEPS, timeout=900):
     """Runs the ranks of mindspeed_ranks_worker.py (`modes`, one after the other in the same processes); returns
     what each wrote, in rank order."""
     out = str(tmp_path / "ranks")
-    port = runner.free_port()
     base = {k: v for k, v in os.environ.items() if k not in ("TASK_QUEUE_ENABLE", "PER_STREAM_QUEUE")}
     extra = {"NPU_FAKE_DEVICE_COUNT": str(WORLD), "HCCL_EXEC_TIMEOUT": "600", "OMP_NUM_THREADS": "1"}
-    procs = []
-    for r in range(WORLD):
-        log = tempfile.TemporaryFile()  # a file, not a pipe: a rank blocked on a full pipe would stall its peer
-        procs.append(runner.worker("mindspeed_ranks_worker.py", r, WORLD, port, steps, out, modes, env_extra=extra,
-                                   base=base, stdout=log, stderr=subprocess.STDOUT))
-        procs[-1].log = log
-    try:
-        for p in procs:
-            p.wait(timeout=timeout)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    logs = []
-    for p in procs:
-        p.log.seek(0)
-        logs.append(p.log.read().decode(errors="replace"))
-    assert all(p.returncode == 0 for p in procs), "\n".join(logs)[-8000:]
-    results = []
-    for r in range(WORLD):
-        with open(f"{out}.{r}.json") as f:
-            results.append(json.load(f))
-    return results
+    return runner.ranks("mindspeed_ranks_worker.py", WORLD, out, steps, out, modes, env_extra=extra, base=base,
+                        timeout=timeout)
 
 
 def expected(megatron, *states):

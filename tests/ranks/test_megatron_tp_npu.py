@@ -40,10 +40,7 @@ while the cores are shared); it is in CI's subset of make test-ranks (its id has
 torch_npu's default task queue).
 """
 
-import json
 import os
-import subprocess
-import tempfile
 
 import pytest
 
@@ -64,65 +61,29 @@ REL = 2e-3
 def launch(tmp_path, steps=STEPS, timeout=900):
     """Runs the ranks of megatron_tp_worker.py in its npu mode; returns what each wrote, in rank order."""
     out = str(tmp_path / "losses")
-    port = runner.free_port()
     base = {k: v for k, v in os.environ.items() if k not in ("TASK_QUEUE_ENABLE", "PER_STREAM_QUEUE")}
     extra = {"NPU_FAKE_DEVICE_COUNT": str(WORLD), "HCCL_EXEC_TIMEOUT": "600", "OMP_NUM_THREADS": "1"}
-    procs = []
-    for r in range(WORLD):
-        log = tempfile.TemporaryFile()  # a file, not a pipe: a rank blocked on a full pipe would stall its peer
-        procs.append(runner.worker("megatron_tp_worker.py", r, WORLD, port, steps, out, "npu", env_extra=extra,
-                                   base=base, stdout=log, stderr=subprocess.STDOUT))
-        procs[-1].log = log
-    try:
-        for p in procs:
-            p.wait(timeout=timeout)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    logs = []
-    for p in procs:
-        p.log.seek(0)
-        logs.append(p.log.read().decode(errors="replace"))
-    assert all(p.returncode == 0 for p in procs), "\n".join(logs)[-6000:]
-    results = []
-    for r in range(WORLD):
-        with open(f"{out}.{r}.json") as f:
-            results.append(json.load(f))
-    return results
+    return runner.ranks("megatron_tp_worker.py", WORLD, out, steps, out, "npu", env_extra=extra, base=base,
+                        timeout=timeout)
 
 
 def check(results, steps=STEPS):
     """Every assertion of the test on the ranks' results; returns the largest loss difference, relative and
     absolute."""
     import torch_ext.megatron as tm
-    from megatron_common import FORWARD_FUSED_SOFTMAX, OURS, expected_status
+    from megatron_common import OURS, check_tp_ranks, expected_status
 
-    first = results[0]
+    base, ours = check_tp_ranks(results, steps, LAYERS)
     for rank, res in enumerate(results):
-        assert (res["tp"], res["tp_rank"]) == (len(results), rank), "Megatron did not shard the model over the ranks"
         assert res["device"] == f"npu:{rank}", f"rank {rank} trained on {res['device']}"
-        # the loss is all-reduced over the TP group (vocab-parallel cross entropy): the same bits on every rank
-        assert res["base"] == first["base"] and res["ours"] == first["ours"], f"rank {rank} has other losses"
-        assert len(res["base"]) == len(res["ours"]) == steps
-        # tensor-parallel communication in both runs (gloo, then HCCL), the same amount of it
-        allreduces = res["base_ops"].get("c10d.allreduce_.default", 0)
-        assert allreduces >= steps and res["ours_ops"].get("c10d.allreduce_.default") == allreduces, res
-        # the CPU run never touches npu_ext; the npu run runs the softmax and the bias-GELU there, forward and
-        # backward, once per layer and step, on the rank's device
-        assert not [o for o in res["base_ops"] if o.startswith("npu_ext.")], res["base_ops"]
-        for op in ("scaled_masked_softmax", "scaled_masked_softmax_backward", "gelu", "gelu_backward_v2"):
-            assert res["ours_ops"].get(f"npu_ext.{op}.default") == LAYERS * steps, (op, res["ours_ops"])
+        # the npu run's npu_ext operators ran on the rank's device only
         assert res["ours_devices"] and all(d == [f"npu:{rank}"] for d in res["ours_devices"].values()), \
             (rank, res["ours_devices"])
-        assert FORWARD_FUSED_SOFTMAX in res["patched"]
         # status() on every rank: Megatron's own before and after, ours in place while patched
         status = res["status"]
         assert status["before"] == status["unpatched"] == expected_status(), (rank, status)
         assert status["patched"] == expected_status(OURS), (rank, status["patched"])
         assert set(status["patched"]) == {f"{m}.{p}" for m, p, _, _ in tm.TARGETS}
-    base, ours = first["base"], first["ours"]
     assert base[-1] < base[0] - 0.5 and ours[-1] < ours[0] - 0.5, (base, ours)  # both learn
     worst = max(abs(a - b) / abs(b) for a, b in zip(ours, base)), max(abs(a - b) for a, b in zip(ours, base))
     table = "\n".join(f"{i:>3} {b:.6f} {a:.6f} {abs(a - b) / abs(b):.1e}" for i, (b, a) in enumerate(zip(base, ours)))

@@ -1,6 +1,8 @@
 """Test-only helpers: expecttest across devices, bit views, 1-vs-2-thread runs, Python frame tracing. Inputs,
 samples, oracles and tolerances are torch_ext.testing's."""
 
+import collections
+
 import expecttest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -86,3 +88,20 @@ def own_stdout(text):
 
     others = r"Warning ?: (ASCEND_HOME_PATH |CANN package version )|\[Gloo\] Rank \d+ is connected"
     return "".join(line for line in text.splitlines(keepends=True) if not re.match(others, line))
+
+
+class DeviceLog(OpLog):
+    """OpLog that also records, per npu_ext operator, the devices of the tensors it took and returned."""
+
+    def __init__(self):
+        super().__init__()
+        self.devices = collections.defaultdict(set)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        name = str(func)
+        if name.startswith("npu_ext."):
+            for t in torch.utils._pytree.tree_leaves((args, kwargs, out)):
+                if isinstance(t, torch.Tensor):
+                    self.devices[name].add(str(t.device))
+        return out

@@ -176,3 +176,25 @@ def expected_status(*states):
 
 OURS = {t: tm.OURS for t in ALL}
 SOFTMAX_REPLACED = {t: tm.REPLACED for t in SOFTMAX_TARGETS}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The tensor-parallel runs (tests/support/megatron_tp_worker.py, on the CPU over gloo or on the npu over HCCL)
+def check_tp_ranks(results, steps, layers):
+    """What every TP run must show on each rank: the model sharded over the ranks, the same losses on every rank,
+    as many all-reduces in Megatron's own run as in the patched one, npu_ext's softmax and bias-GELU forward and
+    backward once per layer and step in the patched run and never in Megatron's own, the fused softmax patched.
+    Returns rank 0's (Megatron's own, patched) losses."""
+    first = results[0]
+    for rank, res in enumerate(results):
+        assert (res["tp"], res["tp_rank"]) == (len(results), rank), "Megatron did not shard the model over the ranks"
+        # the loss is all-reduced over the TP group (vocab-parallel cross entropy): the same bits on every rank
+        assert res["base"] == first["base"] and res["ours"] == first["ours"], f"rank {rank} has other losses"
+        assert len(res["base"]) == len(res["ours"]) == steps
+        allreduces = res["base_ops"].get("c10d.allreduce_.default", 0)
+        assert allreduces >= steps and res["ours_ops"].get("c10d.allreduce_.default") == allreduces, res
+        assert not [o for o in res["base_ops"] if o.startswith("npu_ext.")], res["base_ops"]
+        for op in ("scaled_masked_softmax", "scaled_masked_softmax_backward", "gelu", "gelu_backward_v2"):
+            assert res["ours_ops"].get(f"npu_ext.{op}.default") == layers * steps, (op, res["ours_ops"])
+        assert FORWARD_FUSED_SOFTMAX in res["patched"]
+    return first["base"], first["ours"]

@@ -27,7 +27,7 @@ import torch.distributed as dist
 
 import paths
 import torch_ext.megatron as tm
-from helpers import OpLog
+from helpers import DeviceLog, OpLog
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # megatron-core's notes about Transformer Engine, Apex, deprecations
@@ -37,23 +37,6 @@ with warnings.catch_warnings():
 def counted(log):
     """How often each operator ran: the npu_ext ops and the c10d collectives (the TP communication)."""
     return dict(collections.Counter(o for o in log.ops if o.startswith(("npu_ext.", "c10d."))))
-
-
-class DeviceLog(OpLog):
-    """OpLog that also records, per npu_ext operator, the devices of the tensors it took and returned."""
-
-    def __init__(self):
-        super().__init__()
-        self.devices = collections.defaultdict(set)
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = super().__torch_dispatch__(func, types, args, kwargs)
-        name = str(func)
-        if name.startswith("npu_ext."):
-            for t in torch.utils._pytree.tree_leaves((args, kwargs, out)):
-                if isinstance(t, torch.Tensor):
-                    self.devices[name].add(str(t.device))
-        return out
 
 
 def run_npu(rank, world, port, steps):

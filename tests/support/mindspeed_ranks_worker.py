@@ -36,7 +36,7 @@ import mindspeed.megatron_adaptor  # noqa: E402,F401  (as MindSpeed's users: bef
 
 import paths  # noqa: E402  (tests/support is sys.path[0]: this script's folder)
 import torch_ext.megatron as tm  # noqa: E402
-from helpers import OpLog  # noqa: E402
+import helpers  # noqa: E402
 from mindspeed_worker import counters, targets  # noqa: E402
 
 megatron_gpt = paths.example("megatron_gpt")
@@ -44,21 +44,8 @@ megatron_gpt = paths.example("megatron_gpt")
 MICRO_BATCHES = 2  # of 2 sequences each: the example's batch of 4
 
 
-class DeviceLog(OpLog):
-    """OpLog that also records, per npu_ext operator, the devices of the tensors it took and returned."""
-
-    def __init__(self):
-        super().__init__()
-        self.devices = collections.defaultdict(set)
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = super().__torch_dispatch__(func, types, args, kwargs)
-        name = str(func)
-        if name.startswith("npu_ext."):
-            for t in torch.utils._pytree.tree_leaves((args, kwargs, out)):
-                if isinstance(t, torch.Tensor):
-                    self.devices[name].add(str(t.device))
-        return out
+class DeviceLog(helpers.DeviceLog):
+    """helpers.DeviceLog with what the worker writes."""
 
     def facts(self):
         return {"ops": dict(collections.Counter(o for o in self.ops if o.startswith(("npu_ext.", "c10d.")))),

@@ -46,3 +46,37 @@ def result(proc, what, timeout=600):
     lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, (what, out[-2000:] + err[-4000:])
     return json.loads(lines[-1][len("RESULT "):])
+
+
+def ranks(name, world, out, *args, env_extra=None, base=None, timeout=900):
+    """The ranks 0..world-1 of tests/support/<name> (each started as `name rank world port *args`, one free port),
+    waited for; every rank must exit 0 (else an assertion with the ends of their logs); then the JSON each wrote to
+    `out`.<rank>.json, in rank order. Each rank logs to a file, not a pipe: a rank blocked on a full pipe would stall
+    its peer."""
+    import tempfile
+
+    port = free_port()
+    procs, logs = [], []
+    try:
+        for r in range(world):
+            logs.append(tempfile.TemporaryFile())
+            procs.append(worker(name, r, world, port, *args, env_extra=env_extra, base=base, stdout=logs[-1],
+                                stderr=subprocess.STDOUT))
+        for p in procs:
+            p.wait(timeout=timeout)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    texts = []
+    for log in logs:
+        log.seek(0)
+        texts.append(log.read().decode(errors="replace"))
+        log.close()
+    assert all(p.returncode == 0 for p in procs), "\n".join(texts)[-8000:]
+    results = []
+    for r in range(world):
+        with open(f"{out}.{r}.json") as f:
+            results.append(json.load(f))
+    return results
