@@ -97,7 +97,8 @@ npu-check: venv
 # is built the way README's Ascend install builds it (setup.py with torch_npu installed: torch_ext._C_npu linked
 # against the real libtorch_npu.so) into build/npu/lib, and the tests import that build (tests/conftest.py checks
 # it, and turns every skip into a failure). The fake libraries are built into build/fake_cann/<hash>/lib and put on LD_LIBRARY_PATH.
-# The tests are those marked npu (tests/npu); NPU_TESTS=<paths> runs those of some files only.
+# The tests are those marked npu (tests/npu), spread over TEST_WORKERS processes as make test's passes (the tests of one
+# xdist_group in one worker, as in the release rows); NPU_TESTS=<paths> runs those of some files only.
 NPU_VENV := .venv-npu
 NPU_PY := $(NPU_VENV)/bin/python
 NPU_BUILD := build/npu
@@ -120,12 +121,21 @@ $(NPU_BUILD)/.stamp: $(NPU_VENV)/.stamp-venv $(SOURCES)
 npu-build: $(NPU_BUILD)/.stamp
 
 # The documentation's code blocks, as a reader runs them (tests/docs/test_pages.py; docs/testing.md): those of the CPU
-# sandbox, then those of the default torch_npu's runtime over the fake CANN, each in a scratch venv over .venv's (or
+# sandbox and those of the default torch_npu's runtime over the fake CANN, each in a scratch venv over .venv's (or
 # .venv-npu's) packages and a copy of the tree under build/docs; the MindSpeed runtime's run in make test-mindspeed.
+# A page's blocks run one after the other (each may need what the one before it did), mostly on one core; the two
+# runtimes share nothing, so they run side by side, each into its log (build/docs/<runtime>.log), printed when both
+# are done.
 test-docs: build $(NPU_VENV)/.stamp-venv
+	mkdir -p build/docs
 	for rt in cpu npu; do \
-	  NPU_EXT_DOCS_RUNTIME=$$rt $(PY) -m pytest -q -p no:cacheprovider tests/docs || exit 1; \
-	done
+	  (NPU_EXT_DOCS_RUNTIME=$$rt $(PY) -m pytest -q -p no:cacheprovider tests/docs > build/docs/$$rt.log 2>&1; \
+	   echo $$? > build/docs/$$rt.status) & \
+	done; wait; \
+	failed=0; for rt in cpu npu; do \
+	  echo "== the documentation's blocks of the $$rt runtime"; cat build/docs/$$rt.log; \
+	  [ "$$(cat build/docs/$$rt.status)" = 0 ] || failed=1; \
+	done; exit $$failed
 
 # make test-npu TORCH_NPU=<release> (any row of the release table): that torch_npu and its torch in
 # their own venv (build/versions/<release>), the package installed there with README's Ascend command from a clean
@@ -137,7 +147,7 @@ test-npu: npu-build
 	fake_lib=$$($(NPU_PY) tests/fake_cann/build.py | tail -n 1) && \
 	cd $(NPU_BUILD) && LD_LIBRARY_PATH=$$fake_lib PYTHONPATH=$(CURDIR)/$(NPU_BUILD)/lib:$(CURDIR) NPU_EXT_EXPECT_NPU=1 \
 	  $(CURDIR)/$(NPU_PY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) -c $(CURDIR)/pyproject.toml -m npu \
-	  $(addprefix $(CURDIR)/,$(NPU_TESTS))
+	  -n $(TEST_WORKERS) --dist loadgroup $(addprefix $(CURDIR)/,$(NPU_TESTS))
 else
 # other releases: the tests marked npu or release (the NPU suite, that build imported under other pairs, the op values
 # and autograd, whose C++ nodes differ by torch, and the Megatron tests against the release's megatron-core: the
@@ -169,17 +179,19 @@ test-versions: venv
 # Python, torch and torch_npu on the fake CANN, Megatron-LM's megatron/ on PYTHONPATH and MindSpeed installed
 # as its guide says (both unpacked from the archives in $NPU_EXT_THIRDPARTY), the package installed with
 # README's command; tests/integrations/test_mindspeed.py there (docs/megatron.md#mindspeed). MINDSPEED=<branch> runs one pair;
-# MINDSPEED_RANKS=first runs the two-rank tests (tests/integrations/test_mindspeed_ranks.py) on the first pair only (CI).
+# MINDSPEED_SUBSET=ci runs CI's subset: the two-rank tests (tests/integrations/test_mindspeed_ranks.py) on the first pair
+# only, and the second pair without the NPU device suite.
 # The first pair also builds the cluster wheel, which the second installs without compiling (docs/install.md).
 MINDSPEED ?=
-MINDSPEED_RANKS ?= all
+MINDSPEED_SUBSET ?= all
 test-mindspeed: venv
-	NPU_EXT_MINDSPEED_RANKS=$(MINDSPEED_RANKS) $(PYTHON) tools/versions.py mindspeed $(MINDSPEED)
+	NPU_EXT_MINDSPEED_SUBSET=$(MINDSPEED_SUBSET) $(PYTHON) tools/versions.py mindspeed $(MINDSPEED)
 
 # AddressSanitizer + UBSan: the extension built with -fsanitize=address,undefined into build/asan (the normal
 # build is untouched) and the op tests run against it. ASan must be preloaded into Python, and libstdc++ with
 # it, or C++ exceptions (every validation error) abort; leaks are not checked (CPython's own allocations).
-# UBSan findings halt the run. See docs/robustness.md. The tests are those marked asan.
+# UBSan findings halt the run. See docs/robustness.md. The tests are those marked asan, over TEST_WORKERS processes
+# (each preloads the sanitizer: the workers inherit LD_PRELOAD).
 ASAN_DIR := build/asan
 ASAN_TESTS ?= tests
 test-asan: venv
@@ -189,7 +201,7 @@ test-asan: venv
 	cd $(ASAN_DIR) && LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \
 		ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONPATH=$(CURDIR)/$(ASAN_DIR)/lib \
 		NPU_EXT_EXPECT_SANITIZED=1 $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) \
-		-c $(CURDIR)/pyproject.toml -m asan $(addprefix $(CURDIR)/,$(ASAN_TESTS))
+		-c $(CURDIR)/pyproject.toml -m asan -n $(TEST_WORKERS) $(addprefix $(CURDIR)/,$(ASAN_TESTS))
 
 # aarch64 (Kunpeng 920 class) on this x86-64 host: cross-builds the unmodified sources with aarch64-linux-gnu-g++
 # against the default torch's aarch64 wheel and runs the test suite on an arm64 python under qemu-user

@@ -87,6 +87,10 @@ SELECT_ROW = "npu or release"
 SELECT_CPU_ROW = "release and not npu"
 SELECT_MINDSPEED = "mindspeed"
 SELECT_WHEEL = "mindspeed or device or (package and release)"
+# CI's subset (make test-mindspeed MINDSPEED_SUBSET=ci): the two-rank tests on the first pair only, and the wheel pair
+# without the device suite (the first pair's tests and the wheel pair's own MindSpeed tests already run the installed
+# package on the device; the device suite's sources run in make test's NPU pass and in every release row).
+SELECT_WHEEL_CI = "mindspeed or (package and release)"
 
 
 def row(release):
@@ -351,11 +355,13 @@ def mindspeed(branch, tests, workers):
             venv_args += ["--like", like]
             break
     # The cluster wheel (docs/install.md): the first pair of a runtime builds it, a later pair of the same runtime
-    # installs it instead of compiling, and runs the NPU device suite and the build-contract tests with it too.
+    # installs it instead of compiling, and runs the NPU device suite (not in CI's subset) and the build-contract tests
+    # with it too.
     same = [b for b, p in MINDSPEED.items() if (p["torch_npu"], p["python"]) == (release, python)]
     wheel = None if len(same) < 2 else ("build" if same[0] == branch else "install")
     py, test_env, after = _prepare(release, base, venv_args, python, wheel)
-    select = SELECT_WHEEL if wheel == "install" else SELECT_MINDSPEED
+    ci = os.environ.get("NPU_EXT_MINDSPEED_SUBSET") == "ci"
+    select = (SELECT_WHEEL_CI if ci else SELECT_WHEEL) if wheel == "install" else SELECT_MINDSPEED
     if wheel == "install":
         others = [os.path.join(ROOT, v, "bin", "python") for v in (".venv", ".venv-npu")]
         others += sorted(glob.glob(os.path.join(ROOT, "build", "versions", "*", "venv", "bin", "python")))
@@ -375,8 +381,8 @@ def mindspeed(branch, tests, workers):
     with open(os.path.join(base, "test-env.json"), "w") as f:  # the tests' environment, to run a worker by hand
         json.dump(test_env, f)
     not_run = [] if llm else ["mindspeed_llm"]  # MindSpeed-LLM's tests: only on the pair that carries it
-    if os.environ.get("NPU_EXT_MINDSPEED_RANKS") == "first" and branch != next(iter(MINDSPEED)):
-        not_run.append("mindspeed_ranks")  # CI's subset: the ranks on one pair (make test-mindspeed MINDSPEED_RANKS=first)
+    if ci and branch != next(iter(MINDSPEED)):
+        not_run.append("mindspeed_ranks")  # CI's subset: the ranks on one pair
     code, counts = _pytest(py, base, test_env, select, workers, not_run, tests=tests)
     if branch == next(iter(MINDSPEED)):  # the documentation's MindSpeed runtime is the first pair's
         code = _docs(py, base, test_env) or code
