@@ -7,8 +7,9 @@
   entropy takes) against a coordinate oracle.
 * examples/megatron_gpt.py's GPT trained on the npu device through patch(), its losses against the CPU run's.
 
-Run: ``make test-npu NPU_TESTS=tests/npu/test_npu_megatron.py``. Skipped (the whole module) where torch_npu cannot be
-imported or torch_ext did not load its NPU kernels; under make test-npu a skip is a failure.
+Run: ``make test-npu NPU_TESTS=tests/npu/test_npu_megatron.py``. Skipped (the whole module, before it imports
+megatron-core) where torch_npu cannot be imported or torch_ext did not load its NPU kernels; under make test-npu a
+skip is a failure.
 """
 
 import contextlib
@@ -18,7 +19,8 @@ import torch
 
 from npu_training_common import AVAILABLE, DTYPES, NPU, REASON, NpuOpLog, aclnn_calls, f64
 
-pytestmark = pytest.mark.skipif(not AVAILABLE, reason=REASON)
+if not AVAILABLE:  # before megatron-core's import (seconds natively, most of a minute under the aarch64 emulation)
+    pytest.skip(REASON, allow_module_level=True)
 
 import megatron_common as tmeg  # noqa: E402  (imports megatron-core)
 import torch_ext.megatron as tm  # noqa: E402

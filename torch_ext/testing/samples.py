@@ -14,7 +14,7 @@ Adding an operator means one module in torch_ext/testing/families/ defining its 
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 from typing import Dict
 
 import torch
@@ -38,13 +38,29 @@ OPS: Dict[str, OpInfo] = {info.name: info for info in families.infos()}
 
 # ---------------------------------------------------------------------------------------------------------
 # Iterators over the table.
-@dataclasses.dataclass
 class Sample:
-    info: OpInfo
-    variant: str
-    dtype: torch.dtype
-    args: tuple
-    kwargs: dict
+    """One op, variant and dtype, with its inputs: made when a test first reads them, not when the tests are
+    collected (pytest collects every parametrized sample of a run, selected or not: under the aarch64 emulation their
+    tensors cost most of a minute per worker)."""
+
+    def __init__(self, info: OpInfo, variant: str, dtype: torch.dtype, make):
+        self.info, self.variant, self.dtype = info, variant, dtype
+        self._make = make  # () -> (args, kwargs)
+
+    @functools.cached_property
+    def _inputs(self):
+        return self._make()
+
+    @property
+    def args(self) -> tuple:
+        return self._inputs[0]
+
+    @property
+    def kwargs(self) -> dict:
+        return self._inputs[1]
+
+    def __repr__(self):
+        return f"Sample({self.id})"
 
     @property
     def id(self):
@@ -76,9 +92,8 @@ def samples(size="test", dtypes=DTYPES, layout="contiguous", seed=0, ops_=None):
             continue
         for variant in info.variants:
             for dtype in dtypes:
-                gen = generator(seed)
-                args, kwargs = info.make(dtype, size, variant, gen, layout)
-                yield Sample(info, variant, dtype, args, kwargs)
+                yield Sample(info, variant, dtype, functools.partial(info.make, dtype, size, variant, generator(seed),
+                                                                     layout))
 
 
 def range_samples(dtypes=LOW_DTYPES, seed=0):
@@ -86,8 +101,7 @@ def range_samples(dtypes=LOW_DTYPES, seed=0):
     for info in OPS.values():
         for variant in info.variants:
             for dtype in dtypes:
-                args, kwargs = info.range_make(dtype, generator(seed), variant)
-                yield Sample(info, variant, dtype, args, kwargs)
+                yield Sample(info, variant, dtype, functools.partial(info.range_make, dtype, generator(seed), variant))
 
 
 def function_samples(size="tiny", dtypes=(f64,), seed=0):
