@@ -1,13 +1,10 @@
-import ast
 import importlib.util
-import itertools
 import os
-import re
 
 import pytest
 import torch
-from _pytest.mark.expression import Expression
 
+import selection
 import torch_ext  # noqa: F401  (registers torch.ops.npu_ext)
 
 # Every test lives in a folder named for what it tests, and carries that folder's marker (pyproject.toml registers
@@ -18,43 +15,16 @@ FOLDER_MARKERS = {"ops": "ops", "training": "training", "npu": "npu", "integrati
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _module_markers(path):
-    """The markers a test file gives all its tests (`pytestmark = pytest.mark.X` or a list of them), read from its
-    source without importing it."""
-    try:
-        tree = ast.parse(path.read_text())
-    except (OSError, SyntaxError):
-        return set()
-    names = set()
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
-            for sub in ast.walk(node.value):  # pytest.mark.NAME, called or not
-                if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Attribute) and sub.value.attr == "mark":
-                    names.add(sub.attr)
-    return names
-
-
 def pytest_ignore_collect(collection_path, config):
     """Selection by marker, before the import: a test file none of whose tests `-m` can select is not imported at all
-    (its imports and its samples cost seconds natively, a minute under the aarch64 emulation). Decided from what is
-    known without importing it: its folder's marker (the only folder marker it can carry), its module-level
-    markers; any other marker a test may add counts as unknown, and the file is left out only if the expression is
-    false whatever those are."""
-    expression = config.option.markexpr
-    if not expression or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+    (tests/support/selection.py)."""
+    if not (config.option.markexpr and collection_path.suffix == ".py" and collection_path.name.startswith("test_")):
         return None
     folder = os.path.relpath(str(collection_path), _HERE).split(os.sep)[0]
     if folder not in FOLDER_MARKERS:
         return None
-    known = _module_markers(collection_path) | {FOLDER_MARKERS[folder]}
-    compiled = Expression.compile(expression)
-    free = sorted({n for n in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", expression) if n not in ("and", "or", "not")}
-                  - known - set(FOLDER_MARKERS.values()))
-    for values in itertools.product((False, True), repeat=len(free)):
-        true = known | {n for n, v in zip(free, values) if v}
-        if compiled.evaluate(lambda name, **kwargs: name in true):
-            return None  # some test of it may be selected: collect it
-    return True
+    return True if selection.never_selected(config.option.markexpr, collection_path, FOLDER_MARKERS[folder],
+                                            set(FOLDER_MARKERS.values())) else None
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects
