@@ -13,9 +13,10 @@ tp,pp (the default) runs both, one after the other, in the same processes and gr
 tp: tensor parallelism WORLD, the example's train_gpt on npu:<rank>: MindSpeed alone first (Megatron's torch path,
 fusion off: the MindSpeed stage's baseline), then patch() and the same run with fusion on, then unpatch().
 pp: pipeline parallelism 2 through Megatron's schedule (get_forward_backward_func(), 1F1B, p2p over HCCL) as
-MindSpeed adapts it to the npu, with patch() in place: first PP = 1 (every rank the whole model, the schedule
-without pipelining), then PP = 2 (stage <rank>: one of the two layers), the same initial weights (the PP = 1 model's,
-each stage loading its part), the same global batch in the same 2 micro-batches, the same Adam.
+MindSpeed adapts it to the npu: first PP = 2 under MindSpeed alone (fusion off, no patch(): the baseline), then with
+patch() in place PP = 1 (every rank the whole model, the schedule without pipelining) and PP = 2 (stage <rank>: one
+of the two layers), all three on the same initial weights (the PP = 1 model's, each stage loading its part), the
+same global batch in the same 2 micro-batches, the same Adam.
 
 Writes OUT.RANK.json: the loss curves, the npu_ext operators and c10d collectives each run dispatched (counted by
 name) and the devices of the npu_ext ops' tensors, the fake CANN's aclnn / acl_op launches per run, the p2p operations
@@ -89,8 +90,9 @@ def run_tp(world, steps):
     return dict(seen, base=base, ours=ours, base_facts=base_facts, ours_facts=ours_facts, steps=log)
 
 
-def gpt(pp, seq, vocab, full=None, device="npu"):
-    """The example's GPT (train_gpt's configuration, fusion on) for this rank's pipeline stage, on the npu; with
+def gpt(pp, seq, vocab, full=None, device="npu", fused=True):
+    """The example's GPT (train_gpt's configuration; masked-softmax fusion `fused`) for this rank's pipeline stage,
+    on the npu; with
     `full` (a state dict of the whole model), the stage loads its part of it: layer i of stage s is the whole model's
     layer s * (layers per stage) + i."""
     from megatron.core import parallel_state
@@ -102,7 +104,7 @@ def gpt(pp, seq, vocab, full=None, device="npu"):
     torch.manual_seed(0)
     config = TransformerConfig(num_layers=2, hidden_size=64, num_attention_heads=4, use_cpu_initialization=True,
                                pipeline_model_parallel_size=pp, pipeline_dtype=torch.bfloat16, bf16=True,
-                               add_bias_linear=True, bias_activation_fusion=True, masked_softmax_fusion=True,
+                               add_bias_linear=True, bias_activation_fusion=True, masked_softmax_fusion=fused,
                                attention_softmax_in_fp32=True, hidden_dropout=0.0, attention_dropout=0.0)
     model = GPTModel(config, get_gpt_layer_local_spec(), vocab_size=vocab, max_sequence_length=seq,
                      pre_process=parallel_state.is_pipeline_first_stage(),
@@ -121,14 +123,14 @@ def gpt(pp, seq, vocab, full=None, device="npu"):
     return Float16Module(config, model).to(device)
 
 
-def train_pipelined(steps, pp, full, seq=32, vocab=96):
+def train_pipelined(steps, pp, full, seq=32, vocab=96, fused=True):
     """`steps` Adam steps of the stage's model through Megatron's schedule (get_forward_backward_func()) on the
     example's batch of 4 in MICRO_BATCHES micro-batches; the losses (the mean of the micro-batches' losses, on the
     last stage; None on the others)."""
     from megatron.core import parallel_state
     from megatron.core.pipeline_parallel import get_forward_backward_func
 
-    model = gpt(pp, seq, vocab, full)
+    model = gpt(pp, seq, vocab, full, fused=fused)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3, foreach=False)
     tokens = torch.randint(0, vocab, (4, seq + 1), generator=torch.Generator().manual_seed(7)).npu()
     ids, labels = tokens[:, :-1], tokens[:, 1:]
@@ -188,31 +190,41 @@ class P2PLog:
         return {"p2p": dict(self.ops), "p2p_tensors": sorted(self.tensors)}
 
 
-def run_pp(world, steps):
-    """PP = 1, then PP = 2, with patch() in place (the module's docstring)."""
+def pipelined(steps, pp, full, fused=True):
+    """train_pipelined at PP = pp (the groups set up anew) under a P2PLog: (its result, its facts)."""
     from megatron.core import parallel_state
 
-    log = [snapshot("mindspeed"), snapshot("patch", tm.patch())]
-    try:
-        with megatron_gpt.cpu_megatron(device="npu"):  # the group already there; TP = 1, PP = 1
-            assert parallel_state.get_pipeline_model_parallel_world_size() == 1
-            full = {k: v.detach().clone() for k, v in gpt(1, 32, 96, device="cpu").module.state_dict().items()
-                    if isinstance(v, torch.Tensor)}
-            with P2PLog() as p2p:
-                pp1, pp1_facts = logged(train_pipelined, steps, 1, full)
-            pp1_facts.update(p2p.facts())
-            parallel_state.destroy_model_parallel()
-            parallel_state.initialize_model_parallel(pipeline_model_parallel_size=world)
+    parallel_state.destroy_model_parallel()
+    parallel_state.initialize_model_parallel(pipeline_model_parallel_size=pp)
+    with P2PLog() as p2p:
+        out, facts = logged(train_pipelined, steps, pp, full, fused=fused)
+    facts.update(p2p.facts())
+    return out, facts
+
+
+def run_pp(world, steps):
+    """PP = 2 under MindSpeed alone (fusion off, as run_tp's baseline), then, with patch() in place, PP = 1 and
+    PP = 2 (the module's docstring)."""
+    from megatron.core import parallel_state
+
+    log = [snapshot("mindspeed")]
+    with megatron_gpt.cpu_megatron(device="npu"):  # the group already there; TP = 1, PP = 1
+        assert parallel_state.get_pipeline_model_parallel_world_size() == 1
+        full = {k: v.detach().clone() for k, v in gpt(1, 32, 96, device="cpu").module.state_dict().items()
+                if isinstance(v, torch.Tensor)}
+        alone2, alone2_facts = pipelined(steps, world, full, fused=False)
+        log.append(snapshot("patch", tm.patch()))
+        try:
+            pp1, pp1_facts = pipelined(steps, 1, full)
+            pp2, pp2_facts = pipelined(steps, world, full)
             seen = {"pp": parallel_state.get_pipeline_model_parallel_world_size(),
                     "pp_rank": parallel_state.get_pipeline_model_parallel_rank(),
                     "device": str(torch.empty(0, device="npu").device)}
-            with P2PLog() as p2p:
-                pp2, pp2_facts = logged(train_pipelined, steps, world, full)
-            pp2_facts.update(p2p.facts())
-    finally:
-        tm.unpatch()
+        finally:
+            tm.unpatch()
     log.append(snapshot("unpatch"))
-    return dict(seen, pp1=pp1, pp2=pp2, pp1_facts=pp1_facts, pp2_facts=pp2_facts, steps=log)
+    return dict(seen, pp1=pp1, pp2=pp2, pp1_facts=pp1_facts, pp2_facts=pp2_facts, alone2=alone2,
+                alone2_facts=alone2_facts, steps=log)
 
 
 def main(argv):
