@@ -34,6 +34,8 @@ to put in front of the main one on LD_LIBRARY_PATH (a CANN older than an operato
 """
 
 import argparse
+import contextlib
+import fcntl
 import glob
 import hashlib
 import importlib.util
@@ -108,6 +110,16 @@ def _cxx11_abi():
                           env=env).stdout.strip()
 
 
+@contextlib.contextmanager
+def _locked(directory):
+    """One process at a time builds in `directory` (the tests of a pytest-xdist run may ask for the same build at
+    once); the others wait, then find it done."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, ".lock"), "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def build():
     """Builds everything once per torch / torch_npu release and source hash; returns the lib directory."""
     key = f"{_release('torch')}-{_release('torch_npu')}-{_digest()}"
@@ -115,6 +127,11 @@ def build():
     lib = os.path.join(out, "lib")
     if os.path.exists(os.path.join(out, ".done")):
         return lib
+    with _locked(out):
+        return lib if os.path.exists(os.path.join(out, ".done")) else _build(out, lib)
+
+
+def _build(out, lib):
     os.makedirs(lib, exist_ok=True)
     obj = os.path.join(out, "obj")
     os.makedirs(obj, exist_ok=True)
@@ -239,17 +256,19 @@ def without(entry_points):
     vdir = os.path.join(out, "without-" + hashlib.sha256(key.encode()).hexdigest()[:12])
     if os.path.exists(os.path.join(vdir, "libopapi.so")):
         return vdir
-    os.makedirs(vdir, exist_ok=True)
-    script = os.path.join(vdir, "opapi.map")
-    hidden = "".join(f"    {e}; {e}GetWorkspaceSize;\n" for e in sorted(entry_points))
-    with open(script, "w") as f:
-        f.write(f"{{\n  local:\n{hidden}}};\n")
-    with open(os.path.join(out, ".done")) as f:
-        objects = f.read().split()
-    tmp = os.path.join(vdir, "tmp")
-    os.makedirs(tmp, exist_ok=True)
-    _link_opapi(tmp, objects, _package_dir("torch"), script)
-    os.replace(os.path.join(tmp, "libopapi.so"), os.path.join(vdir, "libopapi.so"))
+    with _locked(vdir):
+        if os.path.exists(os.path.join(vdir, "libopapi.so")):
+            return vdir
+        script = os.path.join(vdir, "opapi.map")
+        hidden = "".join(f"    {e}; {e}GetWorkspaceSize;\n" for e in sorted(entry_points))
+        with open(script, "w") as f:
+            f.write(f"{{\n  local:\n{hidden}}};\n")
+        with open(os.path.join(out, ".done")) as f:
+            objects = f.read().split()
+        tmp = os.path.join(vdir, "tmp")
+        os.makedirs(tmp, exist_ok=True)
+        _link_opapi(tmp, objects, _package_dir("torch"), script)
+        os.replace(os.path.join(tmp, "libopapi.so"), os.path.join(vdir, "libopapi.so"))
     return vdir
 
 
