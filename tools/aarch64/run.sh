@@ -87,7 +87,16 @@ build_sysroot() {
     fi
     [[ -e "$SYSROOT/$d" ]] || ln -s "usr/$d" "$SYSROOT/$d"
   done
+  byte_compile "$SYSROOT/usr/lib/python3.11"   # Debian's packages ship no .pyc (their postinst compiles them)
   touch "$SYSROOT/.stamp"
+}
+
+# Python's bytecode, compiled natively by the host's Python 3.11 (the same bytecode as the sysroot's 3.11, whatever the
+# architecture): otherwise every emulated interpreter compiles what it imports under qemu, and on a fresh machine
+# the emulated suite's workers spent about 3 minutes doing so (the stdlib, torch's unpacked wheel).
+byte_compile() {
+  "$HOST_PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || return 0
+  "$HOST_PY" -m compileall -q -j 0 "$1" >/dev/null 2>&1 || true   # (a few files of the stdlib's tests are not Python 3)
 }
 
 # An ARM /proc/cpuinfo and midr_el1 files (Kunpeng 920: implementer 0x48 HiSilicon, part 0xd01): PyTorch's
@@ -150,6 +159,7 @@ import sys, zipfile
 zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])
 EOF
   rm -rf "$SITE/bin"            # console scripts with the host's shebang
+  byte_compile "$SITE/torch"     # (pip compiled the other packages it installed)
   touch "$stamp"
 }
 
