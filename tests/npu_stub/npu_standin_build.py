@@ -9,8 +9,8 @@
   torch_npu_standin.cpp (the stand-in's definitions of the torch_npu / libascendcl functions the headers in
   tests/npu_stub/include declare, and the torch.ops.npu_standin test hooks), compiled with
   torch.utils.cpp_extension.load against those headers (tests/npu_stub/include comes first on the include path). Loading it registers the PrivateUse1 kernels of the npu_ext ops, which the tests call
-  on CPU tensors through ``OpOverload.redispatch`` with a PrivateUse1 dispatch key set. ninja recompiles only
-  what changed.
+  on CPU tensors through ``OpOverload.redispatch`` with a PrivateUse1 dispatch key set. The sources compile as one
+  unity unit per job (as setup.py's), and ninja recompiles only what changed.
 """
 
 import glob
@@ -62,13 +62,21 @@ def build_npu_sources():
                         for p in glob.glob(os.path.join(csrc, "ops", "*", name))])
     build_dir = os.path.join(BUILD, "ext")
     os.makedirs(build_dir, exist_ok=True)
-    # cpp_extension names each object after its file's base name, and the families' files share names (npu.cpp,
-    # checks.cpp): each is compiled through a one-line file of its own name that includes it
+    # A unity build, as setup.py's: the sources compiled as one generated unit per job (MAX_JOBS, else one per core)
+    # that #includes them, balanced by size, so torch's headers are parsed once per unit rather than once per source
+    # (the cold build of a fresh clone under the aarch64 emulation). Each source's file-local helpers sit in a
+    # namespace of its own, so they can share a unit.
+    jobs = os.environ.get("MAX_JOBS", "")
+    groups = [[] for _ in range(min(len(sources), int(jobs) if jobs.isdigit() else (os.cpu_count() or 1)))]
+    sizes = [0] * len(groups)
+    for src in sorted(sources, key=lambda p: (-os.path.getsize(p), p)):
+        i = sizes.index(min(sizes))
+        groups[i].append(os.path.relpath(src, csrc))
+        sizes[i] += os.path.getsize(src)
     units = []
-    for src in sources:
-        rel = os.path.relpath(src, csrc)
-        unit = os.path.join(build_dir, rel.replace(os.sep, "_"))
-        text = f'#include "{rel}"\n'
+    for i, group in enumerate(groups):
+        unit = os.path.join(build_dir, f"npu_sources_{i + 1}_of_{len(groups)}.cpp")
+        text = "".join(f'#include "{rel}"\n' for rel in sorted(group))
         if not os.path.exists(unit) or open(unit).read() != text:
             with open(unit, "w") as f:
                 f.write(text)
