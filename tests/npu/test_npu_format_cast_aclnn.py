@@ -30,6 +30,10 @@ from format_cast_worker import FRACTAL_NZ, NC1HWC0, ROUTE, cases
 FRACTAL_NZ_C0_16 = 50
 A2, ASCEND950 = "Ascend910B3", "Ascend950PR_9599"
 REFUSED = "npu_format_cast aclnn interface does not support non-contiguous tensor with internal format"
+# torch_npu 2.8.0.post5 refuses the view earlier, when it is copied to a contiguous tensor: its clone takes no
+# internal format on an aclnn-only SoC (found by make test-versions on that row)
+CLONE_REFUSED = ("Current device only support aclnn operator, and current operator "
+                 "at_npu::native::NPUNativeFunctions::clone do not support internal format")
 
 
 def _npu_loaded():
@@ -134,14 +138,14 @@ def test_non_contiguous_private_views_fall_back_to_acl_op_on_a2():
 def test_on_ascend950_a_non_contiguous_private_view_is_refused(cann):
     """On an Ascend950 (aclnn only, whatever the CANN version) torch_npu makes an NZ tensor with aclnnNpuFormatCast
     (2.13 / 2.14: FRACTAL_NZ_C0_16 for fp32) and refuses to cast a non-contiguous view of it
-    (format_cast_impl_out_npu_aclnn), before the operator's phase 1: the extension's operator raises torch_npu's
-    error, and the process goes on working. (What the extension does about it is not decided here: the acl_op route
-    that would cast the whole storage is gone there.)"""
+    (format_cast_impl_out_npu_aclnn; torch_npu 2.8 already in its clone), before the operator's phase 1: the
+    extension's operator raises torch_npu's error, and the process goes on working. (What the extension does about it
+    is not decided here: the acl_op route that would cast the whole storage is gone there.)"""
     out = run("views", soc=ASCEND950, cann=cann)
     assert out.pop("after")
     nz = " FRACTAL_NZ_C0_16." if _a2_aclnn_route() else " FRACTAL_NZ"
     for name, r in out.items():
-        assert REFUSED + nz in r.get("error", ""), (name, r)
+        assert REFUSED + nz in r.get("error", "") or CLONE_REFUSED in r.get("error", ""), (name, r)
         assert r["casts"]["aclnnNpuFormatCastGetWorkspaceSize"] == 0 and r["casts"]["acl_op Identity"] == 0, (name, r)
 
 
