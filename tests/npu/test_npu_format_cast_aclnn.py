@@ -30,7 +30,7 @@ from format_cast_worker import FRACTAL_NZ, NC1HWC0, ROUTE, cases
 FRACTAL_NZ_C0_16 = 50
 A2, ASCEND950 = "Ascend910B3", "Ascend950PR_9599"
 REFUSED = "npu_format_cast aclnn interface does not support non-contiguous tensor with internal format"
-# torch_npu 2.8.0.post5 refuses the view earlier, when it is copied to a contiguous tensor: its clone takes no
+# torch_npu 2.8 refuses the view earlier, when it is copied to a contiguous tensor: its clone takes no
 # internal format on an aclnn-only SoC (found by make test-versions on that row)
 CLONE_REFUSED = ("Current device only support aclnn operator, and current operator "
                  "at_npu::native::NPUNativeFunctions::clone do not support internal format")
