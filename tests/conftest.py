@@ -7,11 +7,6 @@ import torch
 import selection
 import torch_ext  # noqa: F401  (registers torch.ops.npu_ext)
 
-# Every test lives in a folder named for what it tests, and carries that folder's marker (pyproject.toml registers
-# them): the Makefile, tools/versions.py, tools/aarch64/run.sh and .ci/run select tests by marker (-m), never by file.
-FOLDER_MARKERS = {"ops": "ops", "training": "training", "npu": "npu", "integrations": "integrations",
-                  "package": "package", "repo": "repo", "docs": "docs",
-                  "ranks": "ranks"}
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -21,17 +16,17 @@ def pytest_ignore_collect(collection_path, config):
     if not (config.option.markexpr and collection_path.suffix == ".py" and collection_path.name.startswith("test_")):
         return None
     folder = os.path.relpath(str(collection_path), _HERE).split(os.sep)[0]
-    if folder not in FOLDER_MARKERS:
+    if folder not in selection.FOLDERS:
         return None
-    return True if selection.never_selected(config.option.markexpr, collection_path, FOLDER_MARKERS[folder],
-                                            set(FOLDER_MARKERS.values())) else None
+    return True if selection.never_selected(config.option.markexpr, collection_path, folder,
+                                            selection.FOLDERS) else None
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects
 def pytest_collection_modifyitems(config, items):
     for item in items:
         folder = os.path.relpath(str(item.path), _HERE).split(os.sep)[0]
-        item.add_marker(FOLDER_MARKERS[folder])
+        item.add_marker(folder)  # its folder's marker (selection.FOLDERS)
 
 # tests/docs runs the documentation's code blocks, one runtime per run (make test-docs sets NPU_EXT_DOCS_RUNTIME).
 collect_ignore = [] if os.environ.get("NPU_EXT_DOCS_RUNTIME") else ["docs"]

@@ -15,6 +15,7 @@
 
 import glob
 import hashlib
+import importlib.util
 import os
 import platform
 import subprocess
@@ -62,25 +63,12 @@ def build_npu_sources():
                         for p in glob.glob(os.path.join(csrc, "ops", "*", name))])
     build_dir = os.path.join(BUILD, "ext")
     os.makedirs(build_dir, exist_ok=True)
-    # A unity build, as setup.py's: the sources compiled as one generated unit per job (MAX_JOBS, else one per core)
-    # that #includes them, balanced by size, so torch's headers are parsed once per unit rather than once per source
-    # (the cold build of a fresh clone under the aarch64 emulation). Each source's file-local helpers sit in a
-    # namespace of its own, so they can share a unit.
-    jobs = os.environ.get("MAX_JOBS", "")
-    groups = [[] for _ in range(min(len(sources), int(jobs) if jobs.isdigit() else (os.cpu_count() or 1)))]
-    sizes = [0] * len(groups)
-    for src in sorted(sources, key=lambda p: (-os.path.getsize(p), p)):
-        i = sizes.index(min(sizes))
-        groups[i].append(os.path.relpath(src, csrc))
-        sizes[i] += os.path.getsize(src)
-    units = []
-    for i, group in enumerate(groups):
-        unit = os.path.join(build_dir, f"npu_sources_{i + 1}_of_{len(groups)}.cpp")
-        text = "".join(f'#include "{rel}"\n' for rel in sorted(group))
-        if not os.path.exists(unit) or open(unit).read() != text:
-            with open(unit, "w") as f:
-                f.write(text)
-        units.append(unit)
+    # A unity build, as setup.py's (tools/unity.py): one generated unit per job, so torch's headers are parsed once per
+    # unit rather than once per source (the cold build of a fresh clone under the aarch64 emulation).
+    spec = importlib.util.spec_from_file_location("_torch_ext_unity", os.path.join(ROOT, "tools", "unity.py"))
+    unity = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(unity)
+    units = unity.write_units(sources, build_dir, "npu_sources", csrc, unity.jobs())
     sources = units + [os.path.join(STUB, "torch_npu_standin.cpp")]
     cpp_ext.load(
         name="torch_ext_npu_standin",

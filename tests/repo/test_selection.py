@@ -17,8 +17,6 @@ from _pytest.mark.expression import Expression
 # architecture-specific code of the package here, and make test runs it natively.
 pytestmark = pytest.mark.arch_independent
 
-FOLDERS = {"ops", "training", "npu", "integrations", "package", "repo", "docs", "ranks"}
-
 
 @pytest.mark.parametrize("source,expression,folder,never", [
     ("pytestmark = pytest.mark.arch_independent\n", "not arch_independent", "repo", True),
@@ -34,7 +32,7 @@ FOLDERS = {"ops", "training", "npu", "integrations", "package", "repo", "docs", 
 def test_never_selected(tmp_path, source, expression, folder, never):
     path = tmp_path / "test_x.py"
     path.write_text(source)
-    assert selection.never_selected(expression, path, folder, FOLDERS) is never
+    assert selection.never_selected(expression, path, folder, selection.FOLDERS) is never
 
 
 COLLECT_MARKERS = '''
@@ -67,7 +65,7 @@ def test_a_file_left_out_has_no_test_the_selection_would_run(tmp_path):
         compiled = Expression.compile(expression)
         for path, tests in files.items():
             folder = path.split("/")[1]
-            if selection.never_selected(expression, Path(paths.ROOT) / path, folder, FOLDERS):
+            if selection.never_selected(expression, Path(paths.ROOT) / path, folder, selection.FOLDERS):
                 left_out += 1
                 assert not any(compiled.evaluate(lambda name, **kw: name in marks) for marks in tests), (
                     expression, path)

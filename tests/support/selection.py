@@ -17,6 +17,11 @@ from _pytest.mark.expression import Expression
 
 _WORDS = {"and", "or", "not"}
 
+# Every test lives in a folder named for what it tests, and carries that folder's marker, of the same name
+# (tests/conftest.py gives it; pyproject.toml registers them): the Makefile, tools/versions.py, tools/aarch64/run.sh and
+# .ci/run select tests by marker (-m), never by file.
+FOLDERS = frozenset({"ops", "training", "npu", "integrations", "package", "repo", "docs", "ranks"})
+
 
 def module_markers(path):
     """The markers a test file gives all its tests (`pytestmark = pytest.mark.X`, called or not, or a list of them),
