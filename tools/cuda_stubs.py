@@ -18,6 +18,7 @@ Usage: cuda_stubs.py TORCH_LIB_DIR SYSROOT OUT_DIR   (env: CC, default aarch64-l
 """
 
 import collections
+import concurrent.futures
 import glob
 import os
 import re
@@ -79,12 +80,23 @@ def main():
             present.add(os.path.basename(p))
             system_libs.append(p)
 
+    def symbols(lib):
+        try:
+            return list(dynsyms(lib))
+        except subprocess.CalledProcessError:   # linker scripts named .so
+            return []
+
+    # every library's readelf at once over the cores (the sysroot holds a few thousand: most of the time here)
+    pool = concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1)
+    syms_of = dict(zip(torch_libs + system_libs, pool.map(symbols, torch_libs + system_libs)))
+    needed_of = dict(zip(torch_libs, pool.map(needed, torch_libs)))
+
     # symbols torch imports from each missing library; unversioned ones are resolved below
     stubs = collections.defaultdict(dict)        # soname -> {symbol: (version, type, size)}
     unversioned_missing = {}                     # consumer -> missing libs without symbol versions
     unversioned_undef = {}                       # consumer -> [(name, type, size)]
     for lib in torch_libs:
-        missing = [n for n in needed(lib) if n not in present]
+        missing = [n for n in needed_of[lib] if n not in present]
         if not missing:
             continue
         vfiles = version_files(lib)
@@ -92,7 +104,7 @@ def main():
             stubs.setdefault(soname, {})
         unversioned_missing[lib] = [m for m in missing if m not in vfiles.values()]
         unversioned_undef[lib] = []
-        for name, version, typ, bind, ndx, size in dynsyms(lib):
+        for name, version, typ, bind, ndx, size in syms_of[lib]:
             if ndx != "UND" or not name or bind == "WEAK":
                 continue
             if version and vfiles.get(version) in missing:
@@ -100,14 +112,7 @@ def main():
             elif not version:
                 unversioned_undef[lib].append((name, typ, size))
 
-    defined = set()
-    for lib in torch_libs + system_libs:
-        try:
-            for name, version, typ, bind, ndx, size in dynsyms(lib):
-                if ndx != "UND":
-                    defined.add(name)
-        except subprocess.CalledProcessError:   # linker scripts named .so
-            pass
+    defined = {name for syms in syms_of.values() for name, version, typ, bind, ndx, size in syms if ndx != "UND"}
     for lib, syms in unversioned_undef.items():
         targets = unversioned_missing[lib]
         for name, typ, size in syms:
@@ -115,6 +120,7 @@ def main():
                 for soname in targets:
                     stubs[soname].setdefault(name, (None, typ, size))
 
+    compiles = []
     for soname, syms in sorted(stubs.items()):
         base = os.path.join(out_dir, soname)
         versions = sorted({v for v, _, _ in syms.values() if v})
@@ -139,8 +145,11 @@ def main():
         cmd = [CC, "-shared", "-fPIC", "-O0", "-o", base, f"-Wl,-soname,{soname}", base + ".c"]
         if versions:
             cmd.append(f"-Wl,--version-script={base}.map")
-        subprocess.run(cmd, check=True)
+        compiles.append(pool.submit(subprocess.run, cmd, check=True))
         print(f"cuda-stubs: {soname}: {len(syms)} symbols" + (f" (version {', '.join(versions)})" if versions else ""))
+    for done in compiles:
+        done.result()
+    pool.shutdown()
 
 
 if __name__ == "__main__":
