@@ -3,6 +3,7 @@ wrappers: values against independent references (native PyTorch, float64 composi
 device-generic ATen composite against the CPU kernels, mask adaptation, opcheck, and pinned error messages.
 """
 
+import functools
 import math
 import os
 
@@ -186,26 +187,34 @@ def test_scaled_masked_softmax_infinite_inputs(dtype):
     assert_accurate(out, ref_softmax(x, mask, 0.5), dtype, "softmax with -inf inputs")
 
 
-# The five public functions with small valid arguments, and the npu_ext forward op each one calls.
-PUBLIC_CALLS = [
-    ("gelu", lambda: (torch_ext.gelu, (torch.randn(5), "tanh"))),
-    ("prelu", lambda: (torch_ext.prelu, (torch.randn(2, 3, 4), torch.rand(3)))),
-    ("logit", lambda: (torch_ext.logit, (torch.rand(5) * 0.9 + 0.05, 1e-6))),
-    ("scaled_masked_softmax",
-     lambda: (torch_ext.scaled_masked_softmax, (torch.randn(1, 2, 3, 4), torch.rand(3, 4) > 0.5, 0.5))),
-    ("grouped_bias_add",
-     lambda: (torch_ext.grouped_bias_add, (torch.randn(6, 4), torch.randn(2, 4), torch.tensor([3, 6])))),
-]
+# Every family's public training function (its OpInfo's function, the torch_ext function that calls npu_ext.<forward>)
+# with its smallest inputs.
+PUBLIC_CALLS = [info for info in samples.OPS.values() if info.forward]
+# Every family's forward samples (its OpInfo's forward_samples): (npu_ext.<forward>.default, make), make -> (args,
+# kwargs).
+FORWARD_SAMPLES = [(getattr(ops, info.forward).default, maker) for info in samples.OPS.values() if info.forward
+                   for maker in info.forward_samples]
 
 
-@pytest.mark.parametrize("name,make_call", PUBLIC_CALLS, ids=[c[0] for c in PUBLIC_CALLS])
-def test_public_function_paths(name, make_call):
+def test_every_forward_op_has_samples():
+    assert [info.name for info in samples.OPS.values() if info.forward and not info.forward_samples] == []
+
+
+def _forward_id(case):
+    return case[0].name().split("::")[1]
+
+
+@pytest.mark.parametrize("info", PUBLIC_CALLS, ids=[info.forward for info in PUBLIC_CALLS])
+def test_public_function_paths(info):
     """The eager fast path of torch_ext's functions and its fallback: a plain eager call never enters
     torch.ops' Python (torch/_ops.py: it takes the unboxed torch_ext._C binding), and under a
     TorchFunctionMode the call goes through torch.ops, so the mode sees npu_ext.<op> with the same result."""
     from torch.overrides import TorchFunctionMode
 
-    fn, args = make_call()
+    inputs, kwargs = info.function_inputs(torch.float32, "tiny", info.variants[0], samples.generator(0))
+    fn = functools.partial(info.function, **kwargs)
+    args = tuple(inputs)
+    name = info.forward
     fast, files = python_frames(fn, *args)
     assert not [f for f in files if f.endswith(f"torch{os.sep}_ops.py")], files
 
@@ -230,30 +239,13 @@ def test_empty_inputs():
     assert ops.gelu(torch.empty(0, 3)).shape == (0, 3)
 
 
-@pytest.mark.parametrize("op,args", [
-    ("gelu", lambda: (make([4, 5], torch.float32, layout="transposed"), "tanh")),
-    ("prelu", lambda: (make([3, 4, 5], torch.bfloat16, layout="sliced"), make([4], torch.bfloat16))),
-    ("logit", lambda: (make([4, 5], torch.float32, low=-0.1, high=1.1), 0.05)),
-    ("scaled_masked_softmax", lambda: (make([2, 3, 4, 5], torch.float16, layout="transposed"),
-                                       torch.rand(2, 1, 4, 5) < 0.5, 0.5, False)),
-    ("scaled_masked_softmax", lambda: (make([2, 3, 4, 5], torch.float32), torch.zeros(1, 1, 4, 5, dtype=torch.bool), 2.0, True)),
-    ("scaled_masked_softmax", lambda: (make([2, 3, 4, 5], torch.bfloat16),
-                                       (torch.rand(2, 1, 4, 5) < 0.5) | (torch.arange(4) == 1).reshape(1, 1, 4, 1),
-                                       0.5, False, "zero")),
-    ("grouped_bias_add", lambda: (make([9, 5], torch.float16), make([3, 5], torch.float16),
-                                  torch.tensor([2, 0, 7]), 1, make([9, 1], torch.float32))),
-    ("grouped_bias_add", lambda: (make([3, 4, 5], torch.float32, layout="transposed"), make([3, 5], torch.float32),
-                                  None, 0, make([3, 4], torch.bfloat16))),
-    ("grouped_bias_add", lambda: (make([9, 5], torch.float32, layout="sliced"), make([3, 5], torch.float32),
-                                  torch.tensor([2, 2, 9]), 0)),
-    ("grouped_bias_add", lambda: (make([3, 4, 5], torch.bfloat16), make([3, 1, 5], torch.bfloat16), None, 0)),
-])
-def test_composite_matches_cpu_kernel(op, args):
+@pytest.mark.parametrize("case", FORWARD_SAMPLES, ids=[_forward_id(c) for c in FORWARD_SAMPLES])
+def test_composite_matches_cpu_kernel(case):
     """The ATen composite (what runs on devices without a dedicated kernel) agrees with the CPU kernels."""
-    a = args()
-    overload = getattr(ops, op).default
-    cpu = overload(*a)
-    composite = overload._op_dk("CompositeExplicitAutograd", *a)
+    overload, make_sample = case
+    args, kwargs = make_sample()
+    cpu = overload(*args, **kwargs)
+    composite = overload._op_dk("CompositeExplicitAutograd", *args, **kwargs)
     assert composite.shape == cpu.shape and composite.dtype == cpu.dtype and composite.is_contiguous()
     torch.testing.assert_close(composite, cpu, rtol=1e-6 if cpu.dtype == torch.float32 else 1e-2, atol=1e-6)
 
@@ -436,32 +428,11 @@ class TestForwardErrors(DeviceErrorTestCase):
 
 
 # ----------------------------------------------------------------------------------------------------------
-def _opcheck_samples():
-    yield ops.gelu.default, (make([4, 6], torch.float32, layout="transposed"),), {"approximate": "tanh"}
-    yield ops.gelu.default, (make([4, 6], torch.bfloat16),), {}
-    yield ops.prelu.default, (make([3, 5, 4], torch.float32, layout="sliced"), make([5], torch.float32)), {}
-    yield ops.prelu.default, (make([3, 5, 4], torch.bfloat16), make([1], torch.bfloat16)), {}
-    yield ops.logit.default, (make([4, 6], torch.float32, low=0.05, high=0.95),), {}
-    yield ops.logit.default, (make([4, 6], torch.float16, low=0.05, high=0.95), 0.1), {}
-    yield ops.scaled_masked_softmax.default, (make([2, 3, 4, 5], torch.float32), torch.rand(2, 1, 4, 5) < 0.3, 0.5), {}
-    yield ops.scaled_masked_softmax.default, (make([2, 3, 4, 5], torch.bfloat16), torch.rand(1, 1, 4, 5) < 0.3), {"fix_triu_mask": True}
-    yield ops.grouped_bias_add.default, (make([10, 7], torch.float32), make([3, 7], torch.float32), torch.tensor([2, 2, 10])), {}
-    yield ops.grouped_bias_add.default, (make([10, 7], torch.bfloat16), make([3, 7], torch.bfloat16),
-                                         torch.tensor([2, 0, 8], dtype=torch.int32), 1), {}
-    yield ops.grouped_bias_add.default, (make([3, 4, 7], torch.float32), make([3, 7], torch.float32)), {}
-    yield ops.scaled_masked_softmax.default, (make([2, 3, 4, 5], torch.float16), torch.rand(2, 1, 4, 5) < 0.6, 0.5,
-                                              False, "zero"), {}
-    yield ops.grouped_bias_add.default, (make([10, 7], torch.bfloat16), make([3, 7], torch.bfloat16),
-                                         torch.tensor([2, 0, 8]), 1), {"probs": make([10, 1], torch.float32)}
-
-
-OPCHECK = list(_opcheck_samples())
-
-
 @pytest.mark.parametrize("requires_grad", [False, True])
-@pytest.mark.parametrize("i", range(len(OPCHECK)))
-def test_opcheck(i, requires_grad):
-    op, args, kwargs = OPCHECK[i]
+@pytest.mark.parametrize("case", FORWARD_SAMPLES, ids=[_forward_id(c) for c in FORWARD_SAMPLES])
+def test_opcheck(case, requires_grad):
+    op, make_sample = case
+    args, kwargs = make_sample()
     if requires_grad:
         args = tuple(a.detach().requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
                      for a in args)

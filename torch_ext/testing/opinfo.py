@@ -123,6 +123,8 @@ class OpInfo:
     * ``bench``: (case name, fn(dtype, size, inductor) -> dict of benchmarks.cases.Case fields) per benchmark row;
       ``training``: (variant, PyTorch label, bytes per x, memory bound) of the fwd+bwd row;
       ``count_cases(dt, dev)``: (name, make_inputs, forward) whose NPU kernel launches the benchmarks count;
+    * ``forward_samples``: zero-argument makers of (args, kwargs) of the forward op ``npu_ext.<forward>``, across its
+      dtypes, layouts and arguments (tests/ops/test_forward.py: opcheck, the composite against the CPU kernel);
     * ``errors(err, expect)``: the pinned messages of bad input: ``expect(err(lambda device: call), \"\"\"message\"\"\")``
       (tests/ops/test_errors.py: err runs the call on CPU and Meta, expect is expecttest's assertExpectedInline).
     """
@@ -147,6 +149,7 @@ class OpInfo:
     training: Optional[Tuple] = None
     count_cases: Optional[Callable] = None
     errors: Optional[Callable] = None
+    forward_samples: Tuple = ()
 
     @property
     def op(self):

@@ -9,6 +9,7 @@ from torch_ext.testing.opinfo import (
     ELEMENTWISE, OpInfo, broadcastable_to, f64, leaf, nbytes, ops, other_float, rand, random_shape, second, spread,
     torch_ext)
 from torch_ext.testing.opinfo import zeros as t
+from torch_ext.testing.inputs import make
 
 
 def gelu_backward_v2(grad_output, self, approximate="none"):
@@ -99,6 +100,12 @@ def _errors(err, expect):
     assert ops.gelu_backward_v2(t(*[1] * 8, device="meta"), t(*[2] * 8, device="meta")).shape == (2,) * 8
 
 
+# the forward op's samples (tests/ops/test_forward.py: opcheck, the composite against the CPU kernel)
+FORWARD_SAMPLES = (
+    lambda: ((make([4, 6], torch.float32, layout="transposed"),), {"approximate": "tanh"}),
+    lambda: ((make([4, 6], torch.bfloat16),), {}),
+)
+
 INFO = OpInfo(
     name="gelu_backward_v2", variants=("none", "tanh"), outputs=("grad_input",), reference=gelu_backward_v2,
     make=_make, range_make=_range, random=_random, forward="gelu",
@@ -118,4 +125,5 @@ INFO = OpInfo(
     aclnn=("aclnnGeluBackwardV2",), probe=_probe,
     bench=(("gelu_backward_v2[erf]", _bench("none")), ("gelu_backward_v2[tanh]", _bench("tanh"))),
     training=("none", "F.gelu", 5, False), count_cases=_count_cases, errors=_errors,
+    forward_samples=FORWARD_SAMPLES,
 )

@@ -6,6 +6,7 @@ import torch
 
 from torch_ext.testing.opinfo import OpInfo, f64, leaf, nbytes, ops, rand, spread, torch_ext
 from torch_ext.testing.opinfo import zeros as t
+from torch_ext.testing.inputs import make
 
 
 def grouped_bias_add_grad(grad_y, group_idx=None, group_idx_type=0):
@@ -218,6 +219,18 @@ def _grouped(group_idx=None, group_idx_type=0, probs=False):
             lambda x, b: native_grouped(x, b, group_idx, group_idx_type))
 
 
+# the forward op's samples (tests/ops/test_forward.py: opcheck, the composite against the CPU kernel): group_idx as
+# ends and as counts (int32, an empty group), none (3-D x, a broadcast bias), probs (keyword and positional)
+FORWARD_SAMPLES = (
+    lambda: ((make([10, 7], torch.float32, layout="sliced"), make([3, 7], torch.float32), torch.tensor([2, 2, 10])),
+             {}),
+    lambda: ((make([10, 7], torch.bfloat16), make([3, 7], torch.bfloat16), torch.tensor([2, 0, 8], dtype=torch.int32),
+              1), {"probs": make([10, 1], torch.float32)}),
+    lambda: ((make([3, 4, 7], torch.float32, layout="transposed"), make([3, 7], torch.float32), None, 0,
+              make([3, 4], torch.bfloat16)), {}),
+    lambda: ((make([3, 4, 5], torch.float16), make([3, 1, 5], torch.float16), None, 0), {}),
+)
+
 INFO = OpInfo(
     name="grouped_bias_add_grad", variants=("end", "count", "3d"), outputs=("out",), reference=grouped_bias_add_grad,
     make=_make, range_make=_range, random=_random, forward="grouped_bias_add",
@@ -243,4 +256,5 @@ INFO = OpInfo(
     aclnn=("aclnnGroupedBiasAddGrad", "aclnnGroupedBiasAddGradV2"), probe=_probe,
     bench=(("grouped_bias_add_grad", _bench),), training=("end", "x + bias[row_group]", 4, True),
     count_cases=_count_cases, errors=_errors,
+    forward_samples=FORWARD_SAMPLES,
 )

@@ -7,6 +7,7 @@ import torch
 
 from torch_ext.testing.opinfo import ELEMENTWISE, OpInfo, f64, leaf, nbytes, ops, rand, random_shape, second, spread, torch_ext
 from torch_ext.testing.opinfo import zeros as t
+from torch_ext.testing.inputs import make
 
 
 def logit_grad(x, dy, eps=-1.0):
@@ -91,6 +92,13 @@ def _eps_sides():
                        leaf((6,), 0.85, 0.99, requires_grad=False)]).reshape(4, 6).requires_grad_()]
 
 
+# the forward op's samples (tests/ops/test_forward.py: opcheck, the composite against the CPU kernel); the second
+# with values outside [0, 1], which eps clamps
+FORWARD_SAMPLES = (
+    lambda: ((make([4, 6], torch.float32, low=0.05, high=0.95),), {}),
+    lambda: ((make([4, 6], torch.float16, low=-0.1, high=1.1), 0.1), {}),
+)
+
 INFO = OpInfo(
     name="logit_grad", variants=("-1.0", "0.0", "1e-06", "0.2"), outputs=("dx",), reference=logit_grad,
     make=_make, range_make=_range, random=_random, forward="logit",
@@ -108,4 +116,5 @@ INFO = OpInfo(
     ),
     aclnn=("aclnnLogitGrad",), probe=_probe, bench=(("logit_grad", _bench),),
     training=("1e-06", "torch.logit", 5, True), count_cases=_count_cases, errors=_errors,
+    forward_samples=FORWARD_SAMPLES,
 )

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch_ext.testing.opinfo import (
     OpInfo, broadcastable_to, f64, leaf, nbytes, ops, rand, random_shape, second, spread, torch_ext)
 from torch_ext.testing.opinfo import zeros as t
+from torch_ext.testing.inputs import make
 
 
 def prelu_backward(grad_output, self, weight):
@@ -158,6 +159,12 @@ def _errors(err, expect):
            """npu_ext.prelu_backward: output grad_weight must have shape [3], but got [1]""")
 
 
+# the forward op's samples (tests/ops/test_forward.py: opcheck, the composite against the CPU kernel)
+FORWARD_SAMPLES = (
+    lambda: ((make([3, 5, 4], torch.float32, layout="sliced"), make([5], torch.float32)), {}),
+    lambda: ((make([3, 5, 4], torch.bfloat16, layout="sliced"), make([1], torch.bfloat16)), {}),
+)
+
 INFO = OpInfo(
     name="prelu_backward", variants=("channel", "scalar"), outputs=("grad_input", "grad_weight"),
     reference=prelu_backward, make=_make, range_make=_range, random=_random, forward="prelu",
@@ -175,4 +182,5 @@ INFO = OpInfo(
     ),
     aclnn=("aclnnPreluBackward",), probe=_probe, bench=(("prelu_backward", _bench),),
     training=("channel", "F.prelu", 5, True), count_cases=_count_cases, errors=_errors,
+    forward_samples=FORWARD_SAMPLES,
 )

@@ -7,6 +7,7 @@ import torch
 
 from torch_ext.testing.opinfo import BENCH_SIZES, OpInfo, f64, leaf, nbytes, ops, rand, torch_ext
 from torch_ext.testing.opinfo import zeros as t
+from torch_ext.testing.inputs import make
 
 
 def causal_mask(s1, s2):
@@ -189,6 +190,16 @@ def _sms(mask, scale, **kwargs):
     return lambda x: torch_ext().scaled_masked_softmax(x, mask, scale, **kwargs)
 
 
+# the forward op's samples (tests/ops/test_forward.py: opcheck, the composite against the CPU kernel): masks broadcast
+# over the batch and the heads, fix_triu_mask, and a fully masked row in the "zero" mode
+FORWARD_SAMPLES = (
+    lambda: ((make([2, 3, 4, 5], torch.float32), torch.rand(2, 1, 4, 5) < 0.3, 0.5), {}),
+    lambda: ((make([2, 3, 4, 5], torch.bfloat16), torch.rand(1, 1, 4, 5) < 0.3), {"fix_triu_mask": True}),
+    lambda: ((make([2, 3, 4, 5], torch.float16, layout="transposed"), torch.rand(2, 1, 4, 5) < 0.5, 0.5, False), {}),
+    lambda: ((make([2, 3, 4, 5], torch.bfloat16),
+              (torch.rand(2, 1, 4, 5) < 0.5) | (torch.arange(4) == 1).reshape(1, 1, 4, 1), 0.5, False, "zero"), {}),
+)
+
 INFO = OpInfo(
     name="scaled_masked_softmax_backward", variants=("mask", "causal"), outputs=("out",),
     reference=scaled_masked_softmax_backward, make=_make, range_make=_range, range_scale=_range_scale,
@@ -215,4 +226,5 @@ INFO = OpInfo(
     aclnn=("aclnnScaledMaskedSoftmaxBackward",), probe=_probe,
     bench=(("scaled_masked_softmax_backward", _bench),),
     training=("mask", "softmax(masked_fill)", 5, True), count_cases=_count_cases, errors=_errors,
+    forward_samples=FORWARD_SAMPLES,
 )
