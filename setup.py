@@ -192,6 +192,17 @@ class BuildWithIsaKernels(BuildExtension):
     each module's versions file beside it (in the build directory, and into the source tree with --inplace and
     editable installs, as setuptools copies the module itself)."""
 
+    def finalize_options(self):
+        super().finalize_options()
+        if getattr(self, "editable_mode", False):
+            # An editable install compiles where a regular one does (build/temp.<platform>-<python> of the tree; pip's
+            # editable build otherwise compiles in a throw-away directory): a second editable install, or one after
+            # `pip install .`, recompiles only what changed.
+            import sysconfig
+
+            self.build_temp = os.path.join(
+                ROOT, "build", f"temp.{sysconfig.get_platform()}-{sys.implementation.cache_tag}")
+
     def _versions_pairs(self):
         build_py = self.get_finalized_command("build_py")
         for ext in self.extensions:
