@@ -19,6 +19,7 @@ import torch
 
 import paths
 import torch_ext
+from torch_ext.testing import samples
 
 pytestmark = pytest.mark.skipif(not torch_ext._npu.LOADED, reason="needs torch_ext._C_npu (make test-npu)")
 
@@ -34,11 +35,18 @@ def counts():
     return {(r["op"], r["dtype"], r["impl"]): r for r in bench.launch_counts(counters)}
 
 
-# The issue's targets for bf16 and fp32 (native forward kernels), and what this path launches for fp16.
-FORWARD_KERNELS = {
-    "gelu tanh": 1, "prelu": 1, "logit": 1, "softmax, mask": 1, "softmax, no mask": 1, "softmax, causal": 1,
-    "softmax, mask, zero": 3, "grouped": 1, "grouped, group_idx": 2,
-}
+# The kernels per call each family's sample-table entry expects (OpInfo.kernel_counts, per count case: the native
+# forward in bf16 and fp32, the backward in every dtype; None: checked by hand below).
+KERNEL_COUNTS = {case: counts for info in samples.OPS.values() for case, counts in (info.kernel_counts or {}).items()}
+FORWARD_KERNELS = {case: fwd for case, (fwd, _) in KERNEL_COUNTS.items() if fwd is not None}
+BACKWARD_KERNELS = {case: bwd for case, (_, bwd) in KERNEL_COUNTS.items() if bwd is not None}
+
+
+def test_every_count_case_has_its_expected_kernels():
+    """Every case the benchmarks count (OpInfo.count_cases) says what this file expects of it."""
+    cases = [name for info in samples.OPS.values() if info.count_cases
+             for name, _, _ in info.count_cases(torch.float32, "cpu")]
+    assert sorted(cases) == sorted(KERNEL_COUNTS)
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp32"])
@@ -68,13 +76,12 @@ def test_forward_kernels_where_the_contract_costs_more(counts):
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
-@pytest.mark.parametrize("case", ["gelu none", "gelu tanh", "prelu", "logit", "softmax, mask", "softmax, no mask",
-                                  "softmax, causal", "softmax, mask, zero", "grouped"])
+@pytest.mark.parametrize("case", list(BACKWARD_KERNELS))
 def test_backward_kernels(counts, case, dtype):
-    """One backward kernel (the aclnn operator), nothing else: the causal mask is the cached one; grouped
+    """The backward kernels (one: the aclnn operator), nothing else: the causal mask is the cached one; grouped
     without group_idx: the operator, and x's gradient passes through."""
     bwd = counts[(case, dtype, "native")]["backward"]
-    assert bwd["kernels"] == 1 and bwd["d2h"] == bwd["h2d"] == 0, bwd
+    assert bwd["kernels"] == BACKWARD_KERNELS[case] and bwd["d2h"] == bwd["h2d"] == 0, bwd
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])

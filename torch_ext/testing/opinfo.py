@@ -123,6 +123,9 @@ class OpInfo:
     * ``bench``: (case name, fn(dtype, size, inductor) -> dict of benchmarks.cases.Case fields) per benchmark row;
       ``training``: (variant, PyTorch label, bytes per x, memory bound) of the fwd+bwd row;
       ``count_cases(dt, dev)``: (name, make_inputs, forward) whose NPU kernel launches the benchmarks count;
+      ``kernel_counts``: per count case, the kernels (aclnn operators and the copies they make) of its forward call in
+      bf16 and fp32 on the native NPU path, and of its backward in every dtype, that tests/npu/test_npu_forward.py
+      expects (None: a case that test checks by hand, or not);
     * ``forward_samples``: zero-argument makers of (args, kwargs) of the forward op ``npu_ext.<forward>``, across its
       dtypes, layouts and arguments (tests/ops/test_forward.py: opcheck, the composite against the CPU kernel);
     * ``errors(err, expect)``: the pinned messages of bad input: ``expect(err(lambda device: call), \"\"\"message\"\"\")``
@@ -150,6 +153,7 @@ class OpInfo:
     count_cases: Optional[Callable] = None
     errors: Optional[Callable] = None
     forward_samples: Tuple = ()
+    kernel_counts: Optional[dict] = None
 
     @property
     def op(self):

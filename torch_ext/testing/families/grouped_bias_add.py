@@ -257,4 +257,5 @@ INFO = OpInfo(
     bench=(("grouped_bias_add_grad", _bench),), training=("end", "x + bias[row_group]", 4, True),
     count_cases=_count_cases, errors=_errors,
     forward_samples=FORWARD_SAMPLES,
+    kernel_counts={"grouped": (1, 1), "grouped, group_idx": (2, None), "grouped, group_idx, probs": (None, None)},
 )

@@ -117,4 +117,5 @@ INFO = OpInfo(
     aclnn=("aclnnLogitGrad",), probe=_probe, bench=(("logit_grad", _bench),),
     training=("1e-06", "torch.logit", 5, True), count_cases=_count_cases, errors=_errors,
     forward_samples=FORWARD_SAMPLES,
+    kernel_counts={"logit": (1, 1)},
 )

@@ -183,4 +183,5 @@ INFO = OpInfo(
     aclnn=("aclnnPreluBackward",), probe=_probe, bench=(("prelu_backward", _bench),),
     training=("channel", "F.prelu", 5, True), count_cases=_count_cases, errors=_errors,
     forward_samples=FORWARD_SAMPLES,
+    kernel_counts={"prelu": (1, 1)},
 )

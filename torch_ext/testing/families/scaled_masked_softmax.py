@@ -227,4 +227,6 @@ INFO = OpInfo(
     bench=(("scaled_masked_softmax_backward", _bench),),
     training=("mask", "softmax(masked_fill)", 5, True), count_cases=_count_cases, errors=_errors,
     forward_samples=FORWARD_SAMPLES,
+    kernel_counts={"softmax, mask": (1, 1), "softmax, no mask": (1, 1), "softmax, causal": (1, 1),
+                 "softmax, mask, zero": (3, 1), "softmax, padding, zero": (None, None)},
 )
