@@ -33,9 +33,17 @@ import torch
 import fake_cann_lib
 import runner
 import torch_ext
+from torch_ext.testing import samples
 from npu_cache_cases import Opapi, CASES, VARIANTS, COMPOSITE, CACHED, call, cached, to_npu
 
 pytestmark = pytest.mark.skipif(not torch_ext._npu.LOADED, reason="needs torch_ext._C_npu (make test-npu)")
+
+
+def test_every_entry_point_has_its_cache_cases():
+    """Every aclnn entry point of a family's backward op (OpInfo.aclnn) has its cases in the family's sample-table
+    entry (OpInfo.cache_cases), so the tests here cover it."""
+    assert [api for info in samples.OPS.values() for api in info.aclnn if api not in CASES] == []
+
 
 @pytest.fixture(scope="module")
 def opapi():

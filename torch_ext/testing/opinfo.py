@@ -128,6 +128,9 @@ class OpInfo:
       expects (None: a case that test checks by hand, or not);
     * ``forward_samples``: zero-argument makers of (args, kwargs) of the forward op ``npu_ext.<forward>``, across its
       dtypes, layouts and arguments (tests/ops/test_forward.py: opcheck, the composite against the CPU kernel);
+    * ``cache_cases``: per aclnn entry point of the family (backward and forward), (make(variant) -> (op, args) on host
+      tensors, the variants that each change one thing torch_npu must hash, whether nnopbase caches its executor:
+      a composite executor, CREATE_EXECUTOR, in its op_api) (tests/npu/test_npu_cache*.py);
     * ``errors(err, expect)``: the pinned messages of bad input: ``expect(err(lambda device: call), \"\"\"message\"\"\")``
       (tests/ops/test_errors.py: err runs the call on CPU and Meta, expect is expecttest's assertExpectedInline).
     """
@@ -154,6 +157,7 @@ class OpInfo:
     errors: Optional[Callable] = None
     forward_samples: Tuple = ()
     kernel_counts: Optional[dict] = None
+    cache_cases: Optional[dict] = None
 
     @property
     def op(self):
@@ -166,6 +170,18 @@ class OpInfo:
     def run(self, args, kwargs):
         out = self.op(*args, **kwargs)
         return out if isinstance(out, tuple) else (out,)
+
+
+def cache_rand(*shape, dtype=torch.float32, low=None):
+    """A host tensor of the executor-cache cases (OpInfo.cache_cases): uniform in [0.05, 0.95) with low="unit", else
+    normal."""
+    t = torch.rand(*shape) * 0.9 + 0.05 if low == "unit" else torch.randn(*shape)
+    return t.to(dtype)
+
+
+def cache_transposed(rows, cols, dtype=torch.float32):
+    """A [rows, cols] view with transposed strides."""
+    return cache_rand(cols, rows, dtype=dtype).t()
 
 
 def zeros(*shape, dtype=torch.float32, device="cpu"):

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from torch_ext.testing.opinfo import (
     ELEMENTWISE, OpInfo, broadcastable_to, f64, leaf, nbytes, ops, other_float, rand, random_shape, second, spread,
     torch_ext)
+from torch_ext.testing.opinfo import cache_rand, cache_transposed
 from torch_ext.testing.opinfo import zeros as t
 from torch_ext.testing.inputs import make
 
@@ -106,6 +107,36 @@ FORWARD_SAMPLES = (
     lambda: ((make([4, 6], torch.bfloat16),), {}),
 )
 
+
+# The executor-cache cases of its aclnn entry points (tests/npu/test_npu_cache*.py): variant -> (op, args) on host
+# tensors; each variant changes one thing torch_npu must hash, "base" repeats the call.
+def _cache_gelu_bwd(variant):
+    shape, approximate = (4, 8), "none"
+    g, x = cache_rand(*shape), cache_rand(*shape)
+    if variant == "shape":
+        g, x = cache_rand(4, 16), cache_rand(4, 16)
+    elif variant == "dtype":
+        g, x = cache_rand(*shape, dtype=torch.bfloat16), cache_rand(*shape, dtype=torch.bfloat16)
+    elif variant == "stride":
+        x = cache_transposed(*shape)
+    elif variant == "approximate":
+        approximate = "tanh"
+    return torch.ops.npu_ext.gelu_backward_v2, (g, x, approximate)
+
+
+def _cache_gelu(variant):
+    x, approximate = cache_rand(4, 8, dtype=torch.bfloat16), "none"
+    if variant == "shape":
+        x = cache_rand(4, 16, dtype=torch.bfloat16)
+    elif variant == "dtype":
+        x = x.half()
+    elif variant == "stride":
+        x = cache_transposed(4, 8, dtype=torch.bfloat16)
+    elif variant == "approximate":
+        approximate = "tanh"
+    return torch.ops.npu_ext.gelu, (x, approximate)
+
+
 INFO = OpInfo(
     name="gelu_backward_v2", variants=("none", "tanh"), outputs=("grad_input",), reference=gelu_backward_v2,
     make=_make, range_make=_range, random=_random, forward="gelu",
@@ -126,5 +157,7 @@ INFO = OpInfo(
     bench=(("gelu_backward_v2[erf]", _bench("none")), ("gelu_backward_v2[tanh]", _bench("tanh"))),
     training=("none", "F.gelu", 5, False), count_cases=_count_cases, errors=_errors,
     forward_samples=FORWARD_SAMPLES,
+    cache_cases={"aclnnGeluBackwardV2": (_cache_gelu_bwd, ("shape", "dtype", "stride", "approximate"), True),
+                 "aclnnGeluV2": (_cache_gelu, ("shape", "dtype", "stride", "approximate"), True)},
     kernel_counts={"gelu none": (None, 1), "gelu tanh": (1, 1)},
 )

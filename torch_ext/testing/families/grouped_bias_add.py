@@ -5,6 +5,7 @@ import numpy as np
 import torch
 
 from torch_ext.testing.opinfo import OpInfo, f64, leaf, nbytes, ops, rand, spread, torch_ext
+from torch_ext.testing.opinfo import cache_rand, cache_transposed
 from torch_ext.testing.opinfo import zeros as t
 from torch_ext.testing.inputs import make
 
@@ -231,6 +232,27 @@ FORWARD_SAMPLES = (
     lambda: ((make([3, 4, 5], torch.float16), make([3, 1, 5], torch.float16), None, 0), {}),
 )
 
+
+# The executor-cache cases of its aclnn entry points (tests/npu/test_npu_cache*.py): variant -> (op, args) on host
+# tensors; each variant changes one thing torch_npu must hash, "base" repeats the call.
+def _cache_grouped(idx_values, idx_type):
+    """grouped_bias_add_grad with group_idx `idx_values` of type `idx_type` (0: ends, V1; 1: counts, V2)."""
+    def make(variant):
+        gy, idx = cache_rand(6, 8), torch.tensor(idx_values)
+        if variant == "shape":
+            gy = cache_rand(6, 16)
+        elif variant == "dtype":
+            gy = gy.half()
+        elif variant == "stride":
+            gy = cache_transposed(6, 8)
+        elif variant == "index dtype":
+            idx = idx.int()
+        elif variant == "no index":
+            gy, idx = cache_rand(3, 2, 8), None
+        return torch.ops.npu_ext.grouped_bias_add_grad, (gy, idx, idx_type)
+    return make
+
+
 INFO = OpInfo(
     name="grouped_bias_add_grad", variants=("end", "count", "3d"), outputs=("out",), reference=grouped_bias_add_grad,
     make=_make, range_make=_range, random=_random, forward="grouped_bias_add",
@@ -257,5 +279,9 @@ INFO = OpInfo(
     bench=(("grouped_bias_add_grad", _bench),), training=("end", "x + bias[row_group]", 4, True),
     count_cases=_count_cases, errors=_errors,
     forward_samples=FORWARD_SAMPLES,
+    cache_cases={
+        "aclnnGroupedBiasAddGrad": (_cache_grouped([2, 4, 6], 0),
+                                    ("shape", "dtype", "stride", "index dtype", "no index"), True),
+        "aclnnGroupedBiasAddGradV2": (_cache_grouped([2, 2, 2], 1), ("shape", "dtype", "stride", "index dtype"), True)},
     kernel_counts={"grouped": (1, 1), "grouped, group_idx": (2, None), "grouped, group_idx, probs": (None, None)},
 )

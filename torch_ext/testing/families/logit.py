@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from torch_ext.testing.opinfo import ELEMENTWISE, OpInfo, f64, leaf, nbytes, ops, rand, random_shape, second, spread, torch_ext
+from torch_ext.testing.opinfo import cache_rand
 from torch_ext.testing.opinfo import zeros as t
 from torch_ext.testing.inputs import make
 
@@ -99,6 +100,35 @@ FORWARD_SAMPLES = (
     lambda: ((make([4, 6], torch.float16, low=-0.1, high=1.1), 0.1), {}),
 )
 
+
+# The executor-cache cases of its aclnn entry points (tests/npu/test_npu_cache*.py): variant -> (op, args) on host
+# tensors; each variant changes one thing torch_npu must hash, "base" repeats the call.
+def _cache_logit_bwd(variant):
+    x, dy, eps = cache_rand(4, 8, low="unit"), cache_rand(4, 8), -1.0
+    if variant == "shape":
+        x, dy = cache_rand(4, 16, low="unit"), cache_rand(4, 16)
+    elif variant == "dtype":
+        x, dy = x.bfloat16(), dy.bfloat16()
+    elif variant == "stride":
+        x = (torch.rand(8, 4) * 0.9 + 0.05).t()
+    elif variant == "eps":
+        eps = 0.1
+    return torch.ops.npu_ext.logit_grad, (x, dy, eps)
+
+
+def _cache_logit(variant):
+    x, eps = cache_rand(4, 8, low="unit"), None
+    if variant == "shape":
+        x = cache_rand(4, 16, low="unit")
+    elif variant == "dtype":
+        x = x.half()
+    elif variant == "stride":
+        x = (torch.rand(8, 4) * 0.9 + 0.05).t()
+    elif variant == "eps":
+        eps = 0.1
+    return torch.ops.npu_ext.logit, (x, eps)
+
+
 INFO = OpInfo(
     name="logit_grad", variants=("-1.0", "0.0", "1e-06", "0.2"), outputs=("dx",), reference=logit_grad,
     make=_make, range_make=_range, random=_random, forward="logit",
@@ -117,5 +147,7 @@ INFO = OpInfo(
     aclnn=("aclnnLogitGrad",), probe=_probe, bench=(("logit_grad", _bench),),
     training=("1e-06", "torch.logit", 5, True), count_cases=_count_cases, errors=_errors,
     forward_samples=FORWARD_SAMPLES,
+    cache_cases={"aclnnLogitGrad": (_cache_logit_bwd, ("shape", "dtype", "stride", "eps"), False),
+                 "aclnnLogit": (_cache_logit, ("shape", "dtype", "stride", "eps"), False)},
     kernel_counts={"logit": (1, 1)},
 )

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 from torch_ext.testing.opinfo import (
     OpInfo, broadcastable_to, f64, leaf, nbytes, ops, rand, random_shape, second, spread, torch_ext)
+from torch_ext.testing.opinfo import cache_rand
 from torch_ext.testing.opinfo import zeros as t
 from torch_ext.testing.inputs import make
 
@@ -165,6 +166,35 @@ FORWARD_SAMPLES = (
     lambda: ((make([3, 5, 4], torch.bfloat16, layout="sliced"), make([1], torch.bfloat16)), {}),
 )
 
+
+# The executor-cache cases of its aclnn entry points (tests/npu/test_npu_cache*.py): variant -> (op, args) on host
+# tensors; each variant changes one thing torch_npu must hash, "base" repeats the call.
+def _cache_prelu_bwd(variant):
+    g, x, w = cache_rand(2, 3, 4), cache_rand(2, 3, 4), cache_rand(3)
+    if variant == "shape":
+        g, x = cache_rand(2, 3, 5), cache_rand(2, 3, 5)
+    elif variant == "dtype":
+        g, x, w = g.half(), x.half(), w.half()
+    elif variant == "stride":
+        x = cache_rand(2, 4, 3).transpose(1, 2)
+    elif variant == "weight":
+        w = cache_rand(1)
+    return torch.ops.npu_ext.prelu_backward, (g, x, w)
+
+
+def _cache_prelu(variant):
+    x, w = cache_rand(2, 3, 4), cache_rand(3)
+    if variant == "shape":
+        x = cache_rand(2, 3, 5)
+    elif variant == "dtype":
+        x, w = x.half(), w.half()
+    elif variant == "stride":
+        x = cache_rand(2, 4, 3).transpose(1, 2)
+    elif variant == "weight":
+        w = cache_rand(1)
+    return torch.ops.npu_ext.prelu, (x, w)
+
+
 INFO = OpInfo(
     name="prelu_backward", variants=("channel", "scalar"), outputs=("grad_input", "grad_weight"),
     reference=prelu_backward, make=_make, range_make=_range, random=_random, forward="prelu",
@@ -183,5 +213,7 @@ INFO = OpInfo(
     aclnn=("aclnnPreluBackward",), probe=_probe, bench=(("prelu_backward", _bench),),
     training=("channel", "F.prelu", 5, True), count_cases=_count_cases, errors=_errors,
     forward_samples=FORWARD_SAMPLES,
+    cache_cases={"aclnnPreluBackward": (_cache_prelu_bwd, ("shape", "dtype", "stride", "weight"), True),
+                 "aclnnPrelu": (_cache_prelu, ("shape", "dtype", "stride", "weight"), True)},
     kernel_counts={"prelu": (1, 1)},
 )

@@ -6,6 +6,7 @@ import math
 import torch
 
 from torch_ext.testing.opinfo import BENCH_SIZES, OpInfo, f64, leaf, nbytes, ops, rand, torch_ext
+from torch_ext.testing.opinfo import cache_rand
 from torch_ext.testing.opinfo import zeros as t
 from torch_ext.testing.inputs import make
 
@@ -200,6 +201,40 @@ FORWARD_SAMPLES = (
               (torch.rand(2, 1, 4, 5) < 0.5) | (torch.arange(4) == 1).reshape(1, 1, 4, 1), 0.5, False, "zero"), {}),
 )
 
+
+# The executor-cache cases of its aclnn entry points (tests/npu/test_npu_cache*.py): variant -> (op, args) on host
+# tensors; each variant changes one thing torch_npu must hash, "base" repeats the call.
+def _cache_softmax_bwd(variant):
+    shape, scale = (2, 2, 4, 8), 1.0
+    g, y, mask = cache_rand(*shape), torch.softmax(cache_rand(*shape), -1), torch.rand(2, 1, 4, 8) > 0.7
+    if variant == "shape":
+        g, y, mask = cache_rand(2, 2, 4, 16), torch.softmax(cache_rand(2, 2, 4, 16), -1), torch.rand(2, 1, 4, 16) > 0.7
+    elif variant == "dtype":
+        g, y = g.half(), y.half()
+    elif variant == "stride":
+        y = torch.softmax(cache_rand(2, 4, 2, 8), -1).transpose(1, 2)
+    elif variant == "mask shape":
+        mask = torch.rand(1, 1, 4, 8) > 0.7
+    elif variant == "scale":
+        scale = 0.5
+    return torch.ops.npu_ext.scaled_masked_softmax_backward, (g, y, mask, scale)
+
+
+def _cache_softmax(variant):
+    x, mask, scale = cache_rand(2, 2, 4, 8), torch.rand(2, 1, 4, 8) > 0.7, 1.0
+    if variant == "shape":
+        x, mask = cache_rand(2, 2, 4, 16), torch.rand(2, 1, 4, 16) > 0.7
+    elif variant == "dtype":
+        x = x.bfloat16()
+    elif variant == "stride":
+        x = cache_rand(2, 4, 2, 8).transpose(1, 2)
+    elif variant == "mask shape":
+        mask = torch.rand(1, 1, 4, 8) > 0.7
+    elif variant == "scale":
+        scale = 0.5
+    return torch.ops.npu_ext.scaled_masked_softmax, (x, mask, scale)
+
+
 INFO = OpInfo(
     name="scaled_masked_softmax_backward", variants=("mask", "causal"), outputs=("out",),
     reference=scaled_masked_softmax_backward, make=_make, range_make=_range, range_scale=_range_scale,
@@ -227,6 +262,10 @@ INFO = OpInfo(
     bench=(("scaled_masked_softmax_backward", _bench),),
     training=("mask", "softmax(masked_fill)", 5, True), count_cases=_count_cases, errors=_errors,
     forward_samples=FORWARD_SAMPLES,
+    cache_cases={
+        "aclnnScaledMaskedSoftmaxBackward": (_cache_softmax_bwd, ("shape", "dtype", "stride", "mask shape", "scale"),
+                                             False),
+        "aclnnScaledMaskedSoftmax": (_cache_softmax, ("shape", "dtype", "stride", "mask shape", "scale"), False)},
     kernel_counts={"softmax, mask": (1, 1), "softmax, no mask": (1, 1), "softmax, causal": (1, 1),
                  "softmax, mask, zero": (3, 1), "softmax, padding, zero": (None, None)},
 )
