@@ -30,6 +30,10 @@ SOURCES := setup.py torch_ext/releases.json $(shell find csrc torch_ext -name '*
 # fresh machine already fills the cache.
 CCACHE_ENV = PATH="$$([ -x /usr/lib/ccache/g++ ] && echo /usr/lib/ccache:)$$PATH" CCACHE_NODIRECT=1 CCACHE_NOHASHDIR=1
 
+# pytest as the stages that run outside the source tree run it (from a build directory, where the checkout's sources
+# are not on sys.path): the checkout's configuration and root, no cache directory
+PYTEST_OUT_OF_TREE = -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) -c $(CURDIR)/pyproject.toml
+
 all: test
 
 $(VENV)/.stamp-venv: requirements-dev.txt
@@ -120,6 +124,11 @@ $(NPU_BUILD)/.stamp: $(NPU_VENV)/.stamp-venv $(SOURCES)
 
 npu-build: $(NPU_BUILD)/.stamp
 
+# The default torch_npu's runtime for a command from build/npu: .venv-npu's Python over the fake CANN's libraries,
+# importing that build (tests/conftest.py checks it, and turns every skip into a failure)
+NPU_RUNTIME = fake_lib=$$($(NPU_PY) tests/fake_cann/build.py | tail -n 1) && cd $(NPU_BUILD) && \
+	LD_LIBRARY_PATH=$$fake_lib PYTHONPATH=$(CURDIR)/$(NPU_BUILD)/lib:$(CURDIR) NPU_EXT_EXPECT_NPU=1 $(CURDIR)/$(NPU_PY)
+
 # The documentation's code blocks, as a reader runs them (tests/docs/test_pages.py; docs/testing.md): those of the CPU
 # sandbox and those of the default torch_npu's runtime over the fake CANN, each in a scratch venv over .venv's (or
 # .venv-npu's) packages and a copy of the tree under build/docs; the MindSpeed runtime's run in make test-mindspeed.
@@ -144,10 +153,7 @@ test-docs: build $(NPU_VENV)/.stamp-venv
 TORCH_NPU ?= $(DEFAULT_TORCH_NPU)
 ifeq ($(TORCH_NPU),$(DEFAULT_TORCH_NPU))
 test-npu: npu-build
-	fake_lib=$$($(NPU_PY) tests/fake_cann/build.py | tail -n 1) && \
-	cd $(NPU_BUILD) && LD_LIBRARY_PATH=$$fake_lib PYTHONPATH=$(CURDIR)/$(NPU_BUILD)/lib:$(CURDIR) NPU_EXT_EXPECT_NPU=1 \
-	  $(CURDIR)/$(NPU_PY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) -c $(CURDIR)/pyproject.toml -m npu \
-	  -n $(TEST_WORKERS) --dist loadgroup $(addprefix $(CURDIR)/,$(NPU_TESTS))
+	$(NPU_RUNTIME) $(PYTEST_OUT_OF_TREE) -m npu -n $(TEST_WORKERS) --dist loadgroup $(addprefix $(CURDIR)/,$(NPU_TESTS))
 else
 # other releases: the tests marked npu or release (the NPU suite, that build imported under other pairs, the op values
 # and autograd, whose C++ nodes differ by torch, and the Megatron tests against the release's megatron-core: the
@@ -163,10 +169,7 @@ endif
 # for CI (2 ranks, the default task queue, the Megatron test too); RANKS_SELECT is pytest's -k.
 RANKS_SELECT ?=
 test-ranks: npu-build
-	fake_lib=$$($(NPU_PY) tests/fake_cann/build.py | tail -n 1) && \
-	cd $(NPU_BUILD) && LD_LIBRARY_PATH=$$fake_lib PYTHONPATH=$(CURDIR)/$(NPU_BUILD)/lib:$(CURDIR) NPU_EXT_EXPECT_NPU=1 \
-	  $(CURDIR)/$(NPU_PY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) -c $(CURDIR)/pyproject.toml -m ranks \
-	  $(if $(RANKS_SELECT),-k "$(RANKS_SELECT)") $(CURDIR)/tests/ranks
+	$(NPU_RUNTIME) $(PYTEST_OUT_OF_TREE) -m ranks $(if $(RANKS_SELECT),-k "$(RANKS_SELECT)") $(CURDIR)/tests/ranks
 
 # Every torch / torch_npu release of the supported range (the release table), each in its own venv and
 # runtime: the tests marked npu or release against the package installed with README's Ascend command; one line per
@@ -200,8 +203,8 @@ test-asan: venv
 	cp -rf torch_ext/*.py torch_ext/testing torch_ext/releases.json $(ASAN_DIR)/lib/torch_ext/
 	cd $(ASAN_DIR) && LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \
 		ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONPATH=$(CURDIR)/$(ASAN_DIR)/lib \
-		NPU_EXT_EXPECT_SANITIZED=1 $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) \
-		-c $(CURDIR)/pyproject.toml -m asan -n $(TEST_WORKERS) $(addprefix $(CURDIR)/,$(ASAN_TESTS))
+		NPU_EXT_EXPECT_SANITIZED=1 $(CURDIR)/$(PY) $(PYTEST_OUT_OF_TREE) -m asan -n $(TEST_WORKERS) \
+		$(addprefix $(CURDIR)/,$(ASAN_TESTS))
 
 # aarch64 (Kunpeng 920 class) on this x86-64 host: cross-builds the unmodified sources with aarch64-linux-gnu-g++
 # against the default torch's aarch64 wheel and runs the test suite on an arm64 python under qemu-user
@@ -273,6 +276,6 @@ $(MCORE_BUILD)/.stamp: $(MCORE_VENV)/.stamp $(SOURCES)
 test-megatron: $(MCORE_BUILD)/.stamp
 	@echo "== megatron-core $(MCORE), Python $(MCORE_PYTHON): $(MCORE_TESTS)"
 	cd $(MCORE_BUILD) && PYTHONPATH=$(MCORE_SITE):$(CURDIR) NPU_EXT_EXPECT_BUILD=$(MCORE_SITE)/torch_ext \
-	  $(CURDIR)/$(MCORE_VENV)/bin/python -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) \
-	  -c $(CURDIR)/pyproject.toml -n $(MCORE_WORKERS) -m megatron $(addprefix $(CURDIR)/,$(MCORE_TESTS))
+	  $(CURDIR)/$(MCORE_VENV)/bin/python $(PYTEST_OUT_OF_TREE) -n $(MCORE_WORKERS) -m megatron \
+	  $(addprefix $(CURDIR)/,$(MCORE_TESTS))
 endif
