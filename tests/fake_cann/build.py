@@ -42,9 +42,11 @@ import hashlib
 import importlib.util
 import os
 import re
+import runpy
 import shutil
 import subprocess
 import sys
+import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -73,11 +75,8 @@ UNITY = os.path.join(ROOT, "tools", "unity.py")
 
 
 def _unity():
-    """tools/unity.py, the unity build's grouping (loaded by its path: tools/ is no package)."""
-    spec = importlib.util.spec_from_file_location("_torch_ext_unity", UNITY)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """tools/unity.py, the unity build's grouping (run from its path: tools/ is no package)."""
+    return types.SimpleNamespace(**runpy.run_path(UNITY))
 
 
 def _compile(cmd):

@@ -15,10 +15,11 @@
 
 import glob
 import hashlib
-import importlib.util
 import os
 import platform
+import runpy
 import subprocess
+import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STUB = os.path.join(ROOT, "tests", "npu_stub")
@@ -65,9 +66,7 @@ def build_npu_sources():
     os.makedirs(build_dir, exist_ok=True)
     # A unity build, as setup.py's (tools/unity.py): one generated unit per job, so torch's headers are parsed once per
     # unit rather than once per source (the cold build of a fresh clone under the aarch64 emulation).
-    spec = importlib.util.spec_from_file_location("_torch_ext_unity", os.path.join(ROOT, "tools", "unity.py"))
-    unity = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(unity)
+    unity = types.SimpleNamespace(**runpy.run_path(os.path.join(ROOT, "tools", "unity.py")))
     units = unity.write_units(sources, build_dir, "npu_sources", csrc, unity.jobs())
     sources = units + [os.path.join(STUB, "torch_npu_standin.cpp")]
     cpp_ext.load(
