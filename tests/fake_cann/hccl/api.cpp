@@ -26,23 +26,34 @@ HcclResult check(Comm* c, int32_t dt, size_t* es) {
   return *es ? HCCL_OK : HCCL_E_NOT_SUPPORT;
 }
 
+// The staging every collective here shares, a chunk of `per` elements at a time: `write(off, n)` puts this rank's
+// part into the slots, a barrier, `read(off, n)` takes what this rank needs from them, a barrier (the slots are free
+// again).
+template <class Write, class Read>
+HcclResult staged(Comm* c, const char* name, uint64_t count, uint64_t per, Write write, Read read) {
+  for (uint64_t off = 0; off < count; off += per) {
+    uint64_t n = std::min(per, count - off);
+    write(off, n);
+    if (HcclResult r = c->barrier(name)) return r;
+    if (HcclResult r = read(off, n)) return r;
+    if (HcclResult r = c->barrier(name)) return r;
+  }
+  return HCCL_OK;
+}
+
 // A reduction over every rank's `count` elements at `send`: all ranks (root < 0) or `root` get it in `recv`.
 HcclResult reduce_op(const char* name, void* send, void* recv, uint64_t count, int32_t dt, int op, int root, Comm* c) {
   size_t es;
   if (HcclResult r = check(c, dt, &es)) return r;
-  uint64_t per = c->h->slot_bytes / es;
   std::vector<const void*> in(c->nranks);
-  for (uint64_t off = 0; off < count; off += per) {
-    uint64_t n = std::min(per, count - off);
-    memcpy(c->slot(c->rank), static_cast<char*>(send) + off * es, n * es);
-    if (HcclResult r = c->barrier(name)) return r;
-    if (root < 0 || root == c->rank) {
-      for (int k = 0; k < c->nranks; ++k) in[k] = c->slot(k);
-      if (HcclResult r = reduce(static_cast<char*>(recv) + off * es, in.data(), c->nranks, n, dt, op)) return r;
-    }
-    if (HcclResult r = c->barrier(name)) return r;
-  }
-  return HCCL_OK;
+  return staged(
+      c, name, count, c->h->slot_bytes / es,
+      [&](uint64_t off, uint64_t n) { memcpy(c->slot(c->rank), static_cast<char*>(send) + off * es, n * es); },
+      [&](uint64_t off, uint64_t n) -> HcclResult {
+        if (root >= 0 && root != c->rank) return HCCL_OK;
+        for (int k = 0; k < c->nranks; ++k) in[k] = c->slot(k);
+        return reduce(static_cast<char*>(recv) + off * es, in.data(), c->nranks, n, dt, op);
+      });
 }
 
 // Every rank sends block j (`count` elements at send + j * send_stride) to rank j, which puts rank r's at
@@ -55,22 +66,26 @@ HcclResult exchange(const char* name, const char* send, char* recv, uint64_t cou
   int n = c->nranks;
   uint64_t per = c->h->slot_bytes / es / n;
   std::vector<const void*> in(n);
-  for (uint64_t off = 0; off < count; off += per) {
-    uint64_t m = std::min(per, count - off);
-    if (root < 0 || root == c->rank)
-      for (int j = 0; j < n; ++j) memcpy(c->slot(c->rank) + j * per * es, send + (j * send_stride + off) * es, m * es);
-    if (HcclResult r = c->barrier(name)) return r;
-    if (reduce_kind >= 0) {
-      for (int k = 0; k < n; ++k) in[k] = c->slot(k) + c->rank * per * es;
-      if (HcclResult r = reduce(recv + off * es, in.data(), n, m, dt, reduce_kind)) return r;
-    } else if (root >= 0) {
-      memcpy(recv + off * es, c->slot(root) + c->rank * per * es, m * es);
-    } else {
-      for (int k = 0; k < n; ++k) memcpy(recv + (k * recv_stride + off) * es, c->slot(k) + c->rank * per * es, m * es);
-    }
-    if (HcclResult r = c->barrier(name)) return r;
-  }
-  return HCCL_OK;
+  return staged(
+      c, name, count, per,
+      [&](uint64_t off, uint64_t m) {
+        if (root < 0 || root == c->rank)
+          for (int j = 0; j < n; ++j)
+            memcpy(c->slot(c->rank) + j * per * es, send + (j * send_stride + off) * es, m * es);
+      },
+      [&](uint64_t off, uint64_t m) -> HcclResult {
+        if (reduce_kind >= 0) {
+          for (int k = 0; k < n; ++k) in[k] = c->slot(k) + c->rank * per * es;
+          return reduce(recv + off * es, in.data(), n, m, dt, reduce_kind);
+        }
+        if (root >= 0) {
+          memcpy(recv + off * es, c->slot(root) + c->rank * per * es, m * es);
+        } else {
+          for (int k = 0; k < n; ++k)
+            memcpy(recv + (k * recv_stride + off) * es, c->slot(k) + c->rank * per * es, m * es);
+        }
+        return HCCL_OK;
+      });
 }
 
 HcclResult p2p(Comm* c, bool send, void* buf, uint64_t count, int32_t dt, uint32_t peer, const char* name) {
@@ -165,30 +180,30 @@ HcclResult HcclBroadcast(void* buf, uint64_t count, int32_t dt, uint32_t root, H
   Comm* c = C(comm);
   size_t es;
   if (HcclResult r = check(c, dt, &es)) return r;
-  uint64_t per = c->h->slot_bytes / es;
-  for (uint64_t off = 0; off < count; off += per) {
-    uint64_t n = std::min(per, count - off);
-    if (c->rank == (int)root) memcpy(c->slot(root), static_cast<char*>(buf) + off * es, n * es);
-    if (HcclResult r = c->barrier("HcclBroadcast")) return r;
-    if (c->rank != (int)root) memcpy(static_cast<char*>(buf) + off * es, c->slot(root), n * es);
-    if (HcclResult r = c->barrier("HcclBroadcast")) return r;
-  }
-  return HCCL_OK;
+  char* data = static_cast<char*>(buf);
+  return staged(
+      c, "HcclBroadcast", count, c->h->slot_bytes / es,
+      [&](uint64_t off, uint64_t n) {
+        if (c->rank == (int)root) memcpy(c->slot(root), data + off * es, n * es);
+      },
+      [&](uint64_t off, uint64_t n) -> HcclResult {
+        if (c->rank != (int)root) memcpy(data + off * es, c->slot(root), n * es);
+        return HCCL_OK;
+      });
 }
 
 HcclResult HcclAllGather(void* send, void* recv, uint64_t count, int32_t dt, HcclComm comm, aclrtStream stream) {
   Comm* c = C(comm);
   size_t es;
   if (HcclResult r = check(c, dt, &es)) return r;
-  uint64_t per = c->h->slot_bytes / es;
-  for (uint64_t off = 0; off < count; off += per) {
-    uint64_t n = std::min(per, count - off);
-    memcpy(c->slot(c->rank), static_cast<char*>(send) + off * es, n * es);
-    if (HcclResult r = c->barrier("HcclAllGather")) return r;
-    for (int k = 0; k < c->nranks; ++k) memcpy(static_cast<char*>(recv) + (k * count + off) * es, c->slot(k), n * es);
-    if (HcclResult r = c->barrier("HcclAllGather")) return r;
-  }
-  return HCCL_OK;
+  return staged(
+      c, "HcclAllGather", count, c->h->slot_bytes / es,
+      [&](uint64_t off, uint64_t n) { memcpy(c->slot(c->rank), static_cast<char*>(send) + off * es, n * es); },
+      [&](uint64_t off, uint64_t n) -> HcclResult {
+        for (int k = 0; k < c->nranks; ++k)
+          memcpy(static_cast<char*>(recv) + (k * count + off) * es, c->slot(k), n * es);
+        return HCCL_OK;
+      });
 }
 
 HcclResult HcclReduceScatter(void* send, void* recv, uint64_t count, int32_t dt, int32_t op, HcclComm comm,
