@@ -7,10 +7,10 @@ for all of them rather than once per source: most of an op source's compile time
 import os
 
 
-def jobs(default=None):
+def jobs():
     """The compile jobs a build runs at once: MAX_JOBS, as torch's ninja build, else one per core."""
     value = os.environ.get("MAX_JOBS", "")
-    return max(1, int(value) if value.isdigit() else (default or os.cpu_count() or 1))
+    return max(1, int(value) if value.isdigit() else (os.cpu_count() or 1))
 
 
 def write_units(sources, out_dir, stem, include_root, groups, header=""):
