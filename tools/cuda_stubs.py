@@ -86,10 +86,15 @@ def main():
         except subprocess.CalledProcessError:   # linker scripts named .so
             return []
 
-    # every library's readelf at once over the cores (the sysroot holds a few thousand: most of the time here)
+    def defines(lib):
+        return {name for name, version, typ, bind, ndx, size in symbols(lib) if ndx != "UND"}
+
+    # every library's readelf at once over the cores (the sysroot holds a few thousand: most of the time here); of the
+    # sysroot's, only the names each defines are kept
     pool = concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1)
-    syms_of = dict(zip(torch_libs + system_libs, pool.map(symbols, torch_libs + system_libs)))
+    syms_of = dict(zip(torch_libs, pool.map(symbols, torch_libs)))
     needed_of = dict(zip(torch_libs, pool.map(needed, torch_libs)))
+    system_defined = list(pool.map(defines, system_libs))
 
     # symbols torch imports from each missing library; unversioned ones are resolved below
     stubs = collections.defaultdict(dict)        # soname -> {symbol: (version, type, size)}
@@ -112,7 +117,8 @@ def main():
             elif not version:
                 unversioned_undef[lib].append((name, typ, size))
 
-    defined = {name for syms in syms_of.values() for name, version, typ, bind, ndx, size in syms if ndx != "UND"}
+    defined = set().union(*system_defined, *({name for name, version, typ, bind, ndx, size in syms if ndx != "UND"}
+                                             for syms in syms_of.values()))
     for lib, syms in unversioned_undef.items():
         targets = unversioned_missing[lib]
         for name, typ, size in syms:

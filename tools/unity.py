@@ -1,5 +1,6 @@
-"""The unity build's grouping, for setup.py and the aarch64 stand-in's build (tests/npu_stub/npu_standin_build.py),
-each of which loads this file by its path (standard library only: setup.py runs before the package can import).
+"""The unity build's grouping, for setup.py, the aarch64 stand-in's build (tests/npu_stub/npu_standin_build.py) and
+the fake CANN's (tests/fake_cann/build.py), each of which loads this file by its path (standard library only: setup.py
+runs before the package can import).
 
 A unity unit is a generated translation unit that #includes several sources, so that torch's headers are parsed once
 for all of them rather than once per source: most of an op source's compile time (setup.py says how much)."""
