@@ -1,21 +1,19 @@
 """The forward ops (npu_ext.gelu, prelu, logit, scaled_masked_softmax, grouped_bias_add) and their public
-wrappers: values against independent references (native PyTorch, float64 compositions written here), the
+wrappers: values against their float64 oracles (torch_ext.testing.oracle, from the families' modules), the
 device-generic ATen composite against the CPU kernels, mask adaptation, opcheck, and pinned error messages.
 """
 
 import functools
-import math
 import os
 
 import expecttest
 import pytest
 import torch
-import torch.nn.functional as F
 
 import torch_ext
 from torch_ext.testing.inputs import make
 from helpers import DeviceErrorTestCase, python_frames, zeros
-from torch_ext.testing import samples
+from torch_ext.testing import oracle, samples
 from torch_ext.testing.tolerances import assert_accurate, assert_accurate_per_binade
 
 pytestmark = [pytest.mark.asan, pytest.mark.release]
@@ -26,54 +24,17 @@ LOW = [torch.float32, torch.float16, torch.bfloat16]
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Independent float64 references (the documented semantics, written with plain PyTorch in fp64).
-def ref_softmax(x, mask, scale=1.0, fix_triu_mask=False, fully_masked="uniform"):
-    x = x.to(f64)
-    if fix_triu_mask:
-        mask = torch.ones(x.shape[-2], x.shape[-1], dtype=torch.bool).triu(1)
-    z = x * scale if mask is None else (x * scale).masked_fill(mask, -10000.0)
-    y = torch.softmax(z, dim=-1)
-    if fully_masked == "zero" and mask is not None:
-        y = torch.where(mask.all(dim=-1, keepdim=True), 0.0, y)
-    return y
-
-
-def ref_grouped_bias_add(x, bias, group_idx=None, group_idx_type=0, probs=None):
-    x, bias = x.to(f64), bias.to(f64)
-    if group_idx is None:
-        rows_bias = bias.reshape(bias.shape[0], 1, -1)
-    else:
-        counts = group_idx if group_idx_type == 1 else torch.diff(group_idx, prepend=group_idx.new_zeros(1))
-        rows_bias = bias[torch.repeat_interleave(torch.arange(len(group_idx)), counts.long())]
-    if probs is not None:  # one weight per row of x
-        rows_bias = rows_bias * probs.to(f64).reshape(x.shape[:-1] + (1,))
-    return x + rows_bias
-
-
-# ----------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", LOW + [f64])
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
 def test_pointwise_values(dtype, layout):
     x = make([6, 5, 7], dtype, layout=layout)
     for approximate in ("none", "tanh"):
-        assert_accurate(torch_ext.gelu(x, approximate), F.gelu(x.to(f64), approximate=approximate), dtype, "gelu")
+        assert_accurate(torch_ext.gelu(x, approximate), oracle.gelu(x, approximate), dtype, "gelu")
     for w in (make([5], dtype, low=-1, high=1), make([1], dtype)):
-        ref = torch.where(x.to(f64) > 0, x.to(f64), w.to(f64).reshape(-1, 1) * x.to(f64))
-        assert_accurate(torch_ext.prelu(x, w), ref, dtype, "prelu")
+        assert_accurate(torch_ext.prelu(x, w), oracle.prelu(x, w), dtype, "prelu")
     p = make([6, 5, 7], dtype, low=0.02, high=0.98, layout=layout)
     for eps in (None, 0.1):
-        pe = p.to(f64) if eps is None else p.to(f64).clamp(eps, 1 - eps)
-        assert_accurate(torch_ext.logit(p, eps), torch.log(pe / (1 - pe)), dtype, f"logit eps={eps}")
-
-
-def ref_gelu(x, approximate):
-    """gelu in float64 with no cancellation in the left tail: x Phi(x) with Phi from erfc, and the tanh form as
-    x / (1 + exp(-2u)) (F.gelu's 1 + erf / 1 + tanh lose every digit there, even in float64)."""
-    x = x.to(f64)
-    if approximate == "none":
-        return x * 0.5 * torch.special.erfc(-x / math.sqrt(2))
-    u = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
-    return x / (1 + torch.exp(-2 * u))
+        assert_accurate(torch_ext.logit(p, eps), oracle.logit(p, eps), dtype, f"logit eps={eps}")
 
 
 @pytest.mark.parametrize("dtype", LOW)
@@ -84,7 +45,7 @@ def test_gelu_whole_normal_range(dtype, approximate):
     within the contract's relative bounds, also per output binade (as tests/ops/test_range.py holds the backward ops)."""
     (_, x), _ = samples.OPS["gelu_backward_v2"].range_make(dtype, samples.generator(11), approximate)
     x = torch.cat([x, x.new_tensor([float("inf"), -float("inf"), float("nan"), 0.0, -0.0])])
-    assert_accurate_per_binade(torch_ext.gelu(x, approximate), ref_gelu(x, approximate), dtype, f"gelu {approximate}",
+    assert_accurate_per_binade(torch_ext.gelu(x, approximate), oracle.gelu(x, approximate), dtype, f"gelu {approximate}",
                                small=torch.finfo(dtype).tiny)
 
 
@@ -99,7 +60,7 @@ def test_scaled_masked_softmax_values(dtype, fix_triu_mask, fully_masked):
     mask[1, 0, 3, -1] = False
     y = ops.scaled_masked_softmax(x, mask, 0.7, fix_triu_mask, fully_masked)
     assert y.dtype == dtype and y.is_contiguous()
-    assert_accurate(y, ref_softmax(x, mask, 0.7, fix_triu_mask, fully_masked), dtype, "scaled_masked_softmax")
+    assert_accurate(y, oracle.scaled_masked_softmax(x, mask, 0.7, fix_triu_mask, fully_masked), dtype, "scaled_masked_softmax")
     if not fix_triu_mask:  # the policy is visible exactly in the fully masked row, nowhere else
         assert torch.equal(y[0, :, 1].float(), torch.full((3, 9), 0.0 if fully_masked == "zero" else 1 / 9).to(dtype).float())
         assert torch.equal(y[1, :, 3, -1].float(), torch.ones(3))
@@ -121,10 +82,10 @@ def test_grouped_bias_add_values(dtype):
     bias = make([4, 6], dtype, layout="transposed")
     for gi, t in ((torch.tensor([3, 3, 8, 10]), 0), (torch.tensor([3, 0, 5, 2], dtype=torch.int32), 1)):
         out = torch_ext.grouped_bias_add(x, bias, gi, t)
-        assert_accurate(out, ref_grouped_bias_add(x, bias, gi, t), dtype, "grouped")
+        assert_accurate(out, oracle.grouped_bias_add(x, bias, gi, t), dtype, "grouped")
     x3 = make([4, 3, 6], dtype)
     for b in (bias, bias[:, None, :]):
-        assert_accurate(torch_ext.grouped_bias_add(x3, b), ref_grouped_bias_add(x3, b), dtype, "grouped 3-D")
+        assert_accurate(torch_ext.grouped_bias_add(x3, b), oracle.grouped_bias_add(x3, b), dtype, "grouped 3-D")
 
 
 @pytest.mark.parametrize("dtype", LOW + [f64])
@@ -138,11 +99,11 @@ def test_grouped_bias_add_probs_values(dtype, probs_dtype):
         for probs in (make([10, 1], pd, low=0, high=1), make([10], pd, low=-1, high=1, layout="sliced")):
             out = torch_ext.grouped_bias_add(x, bias, gi, t, probs=probs)
             assert out.dtype == dtype
-            assert_accurate(out, ref_grouped_bias_add(x, bias, gi, t, probs), dtype, "grouped probs")
+            assert_accurate(out, oracle.grouped_bias_add(x, bias, gi, t, probs), dtype, "grouped probs")
     x3 = make([4, 3, 6], dtype)
     for probs in (make([4, 3], pd), make([4, 3, 1], pd)):
         assert_accurate(torch_ext.grouped_bias_add(x3, bias, probs=probs),
-                        ref_grouped_bias_add(x3, bias, probs=probs), dtype, "grouped 3-D probs")
+                        oracle.grouped_bias_add(x3, bias, probs=probs), dtype, "grouped 3-D probs")
 
 
 def test_grouped_bias_add_probs_one_is_plain_add():
@@ -162,7 +123,7 @@ def test_16bit_round_once():
     for dtype in (torch.float16, torch.bfloat16):
         x = make([3, 2, 4, 33], dtype)
         mask = torch.rand(1, 1, 4, 33) < 0.3
-        ref = torch.softmax((x.double() * 0.3).masked_fill(mask, -10000), -1)
+        ref = oracle.scaled_masked_softmax(x, mask, 0.3)
         out = ops.scaled_masked_softmax(x, mask, 0.3, False).double()
         half_ulp = (ref.to(dtype).double() - torch.nextafter(ref.to(dtype), torch.zeros((), dtype=dtype)).double()).abs()
         half_ulp = torch.maximum(half_ulp, (torch.nextafter(ref.to(dtype), torch.ones((), dtype=dtype)).double()
@@ -184,7 +145,7 @@ def test_scaled_masked_softmax_infinite_inputs(dtype):
     out = ops.scaled_masked_softmax(x, mask, 0.5, False)
     assert torch.isfinite(out).all()
     assert (out[..., ::5] == 0).all()
-    assert_accurate(out, ref_softmax(x, mask, 0.5), dtype, "softmax with -inf inputs")
+    assert_accurate(out, oracle.scaled_masked_softmax(x, mask, 0.5), dtype, "softmax with -inf inputs")
 
 
 # Every family's public training function (its OpInfo's function, the torch_ext function that calls npu_ext.<forward>)
@@ -197,7 +158,10 @@ FORWARD_SAMPLES = [(getattr(ops, info.forward).default, maker) for info in sampl
 
 
 def test_every_forward_op_has_samples():
+    """Every forward op has its samples and its float64 oracle in its family's module."""
     assert [info.name for info in samples.OPS.values() if info.forward and not info.forward_samples] == []
+    assert [info.forward for info in samples.OPS.values()
+            if info.forward and getattr(oracle, info.forward) is not info.forward_reference] == []
 
 
 def _forward_id(case):
@@ -231,6 +195,17 @@ def test_public_function_paths(info):
         seen = fn(*args)
     assert getattr(ops, name) in rec.funcs, rec.funcs
     torch.testing.assert_close(seen, fast, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("case", FORWARD_SAMPLES, ids=[_forward_id(c) for c in FORWARD_SAMPLES])
+def test_forward_samples_against_the_oracle(case):
+    """Every forward sample of the table against its family's float64 oracle (oracle.<forward>), within the contract's
+    bounds for its dtype: a new operator's forward values are under test from its entry alone."""
+    overload, make_sample = case
+    args, kwargs = make_sample()
+    out = overload(*args, **kwargs)
+    name = overload._schema.name.split("::")[1]
+    assert_accurate(out, getattr(oracle, name)(*args, **kwargs), out.dtype, name)
 
 
 def test_empty_inputs():
@@ -269,14 +244,14 @@ def test_mask_adaptation(xshape, mshape):
     mask = torch.rand(mshape) < 0.3
     y = torch_ext.scaled_masked_softmax(x, mask, 0.5)
     assert y.shape == x.shape
-    torch.testing.assert_close(y, ref_softmax(x, mask, 0.5), rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(y, oracle.scaled_masked_softmax(x, mask, 0.5), rtol=1e-12, atol=1e-14)
 
 
 def test_mask_none_and_causal():
     x = torch.randn(2, 5, 5, dtype=f64)
-    torch.testing.assert_close(torch_ext.scaled_masked_softmax(x, None, 2.0), torch.softmax(2 * x, -1))
+    torch.testing.assert_close(torch_ext.scaled_masked_softmax(x, None, 2.0), oracle.scaled_masked_softmax(x, None, 2.0))
     causal = torch.ones(5, 5, dtype=torch.bool).triu(1)
-    torch.testing.assert_close(torch_ext.scaled_masked_softmax(x, fix_triu_mask=True), ref_softmax(x, causal))
+    torch.testing.assert_close(torch_ext.scaled_masked_softmax(x, fix_triu_mask=True), oracle.scaled_masked_softmax(x, causal))
 
 
 class TestWrapperErrors(expecttest.TestCase):

@@ -126,6 +126,8 @@ class OpInfo:
       ``kernel_counts``: per count case, the kernels (aclnn operators and the copies they make) of its forward call in
       bf16 and fp32 on the native NPU path, and of its backward in every dtype, that tests/npu/test_npu_forward.py
       expects (None: a case that test checks by hand, or not);
+    * ``forward_reference``: the float64 oracle of the forward op, called with its arguments (``oracle.<forward>``:
+      tests/ops/test_forward.py's value tests), written from the contract as ``reference`` is;
     * ``forward_samples``: zero-argument makers of (args, kwargs) of the forward op ``npu_ext.<forward>``, across its
       dtypes, layouts and arguments (tests/ops/test_forward.py: opcheck, the composite against the CPU kernel);
     * ``cache_cases``: per aclnn entry point of the family (backward and forward), (make(variant) -> (op, args) on host
@@ -155,6 +157,7 @@ class OpInfo:
     training: Optional[Tuple] = None
     count_cases: Optional[Callable] = None
     errors: Optional[Callable] = None
+    forward_reference: Optional[Callable] = None
     forward_samples: Tuple = ()
     kernel_counts: Optional[dict] = None
     cache_cases: Optional[dict] = None

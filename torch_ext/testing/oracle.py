@@ -1,4 +1,5 @@
-"""The float64 references of the operators, by the backward operator's name (``oracle.gelu_backward_v2(...)``).
+"""The float64 references of the operators, by the op's name: the backward ops' (``oracle.gelu_backward_v2(...)``) and
+the forward ops' (``oracle.gelu(...)``).
 
 Each is written in its family's module (torch_ext/testing/families/<family>.py) from the operator contract
 (docs/operators.md, "The operators one by one"), including where the package deliberately follows the NPU kernels
@@ -18,4 +19,6 @@ def __getattr__(name):
     for info in families.infos():
         if info.name == name:
             return info.reference
+        if info.forward == name and info.forward_reference is not None:
+            return info.forward_reference
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

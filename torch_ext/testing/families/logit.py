@@ -28,6 +28,12 @@ def logit_grad(x, dy, eps=-1.0):
     return torch.where(kept, value, torch.full((), math.nan, dtype=f64))
 
 
+def logit(x, eps=None):
+    """The forward: log(z / (1 - z)), z = x clamped to [eps, 1 - eps] when eps is given."""
+    z = x.to(f64) if eps is None else x.to(f64).clamp(eps, 1 - eps)
+    return torch.log(z / (1 - z))
+
+
 def _make(dtype, size, variant, gen, layout="contiguous"):
     shape = ELEMENTWISE[size]
     eps = float(variant)
@@ -131,7 +137,7 @@ def _cache_logit(variant):
 
 INFO = OpInfo(
     name="logit_grad", variants=("-1.0", "0.0", "1e-06", "0.2"), outputs=("dx",), reference=logit_grad,
-    make=_make, range_make=_range, random=_random, forward="logit",
+    make=_make, range_make=_range, random=_random, forward="logit", forward_reference=logit,
     function=lambda x, eps=None: torch_ext().logit(x, eps),
     native=lambda x, eps=None: torch.logit(x, eps), function_inputs=_function_inputs,
     gradcheck=(

@@ -39,6 +39,13 @@ def prelu_backward(grad_output, self, weight):
     return grad_input, grad_weight.reshape(weight.shape)
 
 
+def prelu(x, weight):
+    """The forward: x where x > 0, else w_c x (channel c = dim 1; one weight for every element)."""
+    x, w = x.to(f64), weight.to(f64)
+    w_b = w.reshape(()) if w.numel() == 1 else w.reshape([1, -1] + [1] * (x.dim() - 2))
+    return torch.where(x > 0, x, w_b * x)
+
+
 SHAPES = {"tiny": (3, 5, 4), "test": (4, 6, 5, 3), "small": (8, 32, 16, 16), "medium": (16, 64, 32, 32),
           "large": (16, 64, 64, 64), "256": (4, 4, 4, 4), "4096": (4, 16, 8, 8)}
 
@@ -197,7 +204,7 @@ def _cache_prelu(variant):
 
 INFO = OpInfo(
     name="prelu_backward", variants=("channel", "scalar"), outputs=("grad_input", "grad_weight"),
-    reference=prelu_backward, make=_make, range_make=_range, random=_random, forward="prelu",
+    reference=prelu_backward, make=_make, range_make=_range, random=_random, forward="prelu", forward_reference=prelu,
     function=lambda x, w: torch_ext().prelu(x, w), native=F.prelu, function_inputs=_function_inputs,
     gradcheck=(
         ("prelu", lambda x, w: torch_ext().prelu(x, w), F.prelu, lambda: [leaf((3, 4, 5), -2, 2), leaf((4,), -0.5, 0.5)]),

@@ -25,6 +25,19 @@ def scaled_masked_softmax_backward(grad_output, y, mask, scale=1.0, fix_triu_mas
     return torch.where(mask.expand(g.shape), torch.zeros((), dtype=f64), out)
 
 
+def scaled_masked_softmax(x, mask=None, scale=1.0, fix_triu_mask=False, fully_masked="uniform"):
+    """The forward: softmax((x * scale).masked_fill(mask, -10000), dim=-1), the causal mask for fix_triu_mask, and
+    rows with every position masked 0 for fully_masked="zero"."""
+    x = x.to(f64)
+    if fix_triu_mask:
+        mask = causal_mask(x.shape[-2], x.shape[-1])
+    z = x * scale if mask is None else (x * scale).masked_fill(mask, -10000.0)
+    y = torch.softmax(z, dim=-1)
+    if fully_masked == "zero" and mask is not None:
+        y = torch.where(mask.all(dim=-1, keepdim=True), 0.0, y)
+    return y
+
+
 def native_softmax(x, mask, scale, fix_triu_mask=False):
     if fix_triu_mask:
         mask = causal_mask(x.shape[-2], x.shape[-1])
@@ -238,7 +251,7 @@ def _cache_softmax(variant):
 INFO = OpInfo(
     name="scaled_masked_softmax_backward", variants=("mask", "causal"), outputs=("out",),
     reference=scaled_masked_softmax_backward, make=_make, range_make=_range, range_scale=_range_scale,
-    random=_random, forward="scaled_masked_softmax",
+    random=_random, forward="scaled_masked_softmax", forward_reference=scaled_masked_softmax,
     function=lambda x, mask, scale, fix_triu_mask=False: torch_ext().scaled_masked_softmax(x, mask, scale, fix_triu_mask),
     native=native_softmax, function_inputs=_function_inputs,
     gradcheck=(
