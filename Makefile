@@ -109,10 +109,7 @@ NPU_BUILD := build/npu
 NPU_TESTS ?= tests
 
 $(NPU_VENV)/.stamp-venv: $(VENV)/.stamp-venv
-	$(PYTHON) -m venv $(NPU_VENV)
-	$(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > \
-	  "$$($(NPU_PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/torch_ext_base_venv.pth"
-	$(NPU_PY) -m pip install --quiet --no-deps torch-npu==$(DEFAULT_TORCH_NPU) pyyaml protobuf
+	$(PYTHON) tools/venvs.py layer $(NPU_VENV) --over $(VENV) --pip-no-deps torch-npu==$(DEFAULT_TORCH_NPU) pyyaml protobuf
 	touch $@
 
 $(NPU_BUILD)/.stamp: $(NPU_VENV)/.stamp-venv $(SOURCES)
@@ -220,62 +217,23 @@ clean:
 	rm -rf build torch_ext/*.so torch_ext/*.versions.json $(VENV)/.stamp-build $(VENV)/.stamp-develop $(NPU_VENV)
 
 # ------------------------------------------------------------------------------------------------------------
-# test-megatron: the Megatron tests on one megatron-core release, in a venv of its own (docs/megatron.md#releases).
-#   make test-megatron MCORE=0.X.Y                .venv-megatron/0.X.Y-py3.11, layered over .venv as .venv-npu is
-#                                                 (its megatron-core shadows .venv's); the source tree's build
-#   make test-megatron MCORE=0.X.Y PYTHON=3.12    releases from 0.17 need Python >= 3.12 (their default here):
-#                                                 .venv-megatron/0.X.Y-py3.12 made by tools/torch_venv.py (the
-#                                                 default torch, the index's CUDA build, NVIDIA libraries stubbed), and
-#                                                 torch_ext installed there from a clean copy of the working tree
-#                                                 (build/megatron-py3.12/src; the DEFAULT kernel variant only)
-# PYTHON=3.N names that venv's Python (.venv is then made with python3, as by default). megatron-core is installed
-# with --no-deps plus what the tests need of its declared requirements: 0.12 declares training tools (wandb,
-# nvidia-modelopt, tensorstore, ...) that none of the modules used here imports. The Python and those packages per
-# series are the release table's (megatron_core.series; tools/releases.py mcore <release>).
-# What runs: the tests marked megatron (test_megatron.py and the TP=2 test; MCORE_TESTS=<paths> narrows it);
+# test-megatron: the Megatron tests (those marked megatron; MCORE_TESTS=<paths> narrows them) on one megatron-core
+# release, in a venv of its own (tools/versions.py megatron; docs/megatron.md#releases):
+#   make test-megatron MCORE=0.X.Y                the Python of the release table's rules for that series: on the
+#                                                 default's, .venv-megatron/0.X.Y-py3.11 layered over .venv as
+#                                                 .venv-npu is, importing the source tree's build; from 0.17, Python
+#                                                 3.12 and a venv of its own with the tree installed in it
+#   make test-megatron MCORE=0.X.Y PYTHON=3.12    another Python for that venv (.venv is then made with python3)
 # MCORE_WORKERS: pytest-xdist workers.
 MCORE ?= $(DEFAULT_MCORE)
 ifneq ($(filter 3.%,$(PYTHON)),)
 MCORE_PYTHON := $(PYTHON)
 override PYTHON := python3
 endif
-MCORE_RULES := $(shell python3 tools/releases.py mcore $(MCORE))
-MCORE_PYTHON ?= $(word 1,$(MCORE_RULES))
-MCORE_VENV := .venv-megatron/$(MCORE)-py$(MCORE_PYTHON)
-MCORE_PIP = megatron-core==$(MCORE) $(wordlist 2,99,$(MCORE_RULES))
-MCORE_TESTS ?= tests
+MCORE_TESTS ?=
 MCORE_WORKERS ?= 2
 .PHONY: test-megatron
 
-ifeq ($(MCORE_PYTHON),3.11)
-$(MCORE_VENV)/.stamp: $(VENV)/.stamp-venv
-	rm -rf $(MCORE_VENV) && $(PY) -m venv $(MCORE_VENV)
-	$(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > \
-	  "$$($(MCORE_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/torch_ext_base_venv.pth"
-	$(MCORE_VENV)/bin/python -m pip install --quiet --no-deps $(MCORE_PIP)
-	touch $@
-
-test-megatron: build $(MCORE_VENV)/.stamp
-	@echo "== megatron-core $(MCORE), Python $(MCORE_PYTHON): $(MCORE_TESTS)"
-	PYTHONPATH=$(CURDIR) $(MCORE_VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(MCORE_WORKERS) -m megatron $(MCORE_TESTS)
-else
-MCORE_BUILD := build/megatron-py$(MCORE_PYTHON)
-MCORE_SITE = $$($(CURDIR)/$(MCORE_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-
-$(MCORE_VENV)/.stamp:
-	$(PYTHON) tools/torch_venv.py $(MCORE_VENV) --python $(MCORE_PYTHON) --torch $(DEFAULT_TORCH) --pip $(MCORE_PIP)
-	touch $@
-
-$(MCORE_BUILD)/.stamp: $(MCORE_VENV)/.stamp $(SOURCES)
-	rm -rf $(MCORE_BUILD)/src && mkdir -p $(MCORE_BUILD)/src && touch $@.start
-	$(PYTHON) tools/versions.py copy-tree $(MCORE_BUILD)/src
-	cd $(MCORE_BUILD)/src && $(CCACHE_ENV) CCACHE_BASEDIR=$(CURDIR) NPU_EXT_KERNEL_VARIANTS=default MAX_JOBS=$${MAX_JOBS:-2} \
-	  $(CURDIR)/$(MCORE_VENV)/bin/python -m pip install --quiet --no-build-isolation --no-deps .
-	mv $@.start $@
-
-test-megatron: $(MCORE_BUILD)/.stamp
-	@echo "== megatron-core $(MCORE), Python $(MCORE_PYTHON): $(MCORE_TESTS)"
-	cd $(MCORE_BUILD) && PYTHONPATH=$(MCORE_SITE):$(CURDIR) NPU_EXT_EXPECT_BUILD=$(MCORE_SITE)/torch_ext \
-	  $(CURDIR)/$(MCORE_VENV)/bin/python $(PYTEST_OUT_OF_TREE) -n $(MCORE_WORKERS) -m megatron \
-	  $(addprefix $(CURDIR)/,$(MCORE_TESTS))
-endif
+test-megatron: build
+	$(PYTHON) tools/versions.py megatron $(MCORE) $(if $(MCORE_PYTHON),--python $(MCORE_PYTHON)) \
+	  --workers $(MCORE_WORKERS) $(if $(MCORE_TESTS),--tests $(MCORE_TESTS))

@@ -8,7 +8,7 @@ script builds a stub with the same soname that defines every symbol torch import
 version torch asks for (read with readelf), so the dynamic loader is satisfied. Every stub function returns
 100 (cudaErrorNoDevice / CUDA_ERROR_NO_DEVICE); no CPU code path calls them.
 
-Used by tools/aarch64/run.sh (the aarch64 wheel under qemu) and tools/torch_venv.py (the x86-64 venvs of other
+Used by tools/aarch64/run.sh (the aarch64 wheel under qemu) and tools/venvs.py (the x86-64 venvs of other
 torch versions, stubs written into torch/lib, which is on every torch library's RPATH).
 
 Usage: cuda_stubs.py TORCH_LIB_DIR SYSROOT OUT_DIR   (env: CC, default aarch64-linux-gnu-gcc;

@@ -208,8 +208,6 @@ def main(argv=None):
     g = sub.add_parser("get")
     g.add_argument("names", nargs="+")
     sub.add_parser("table")
-    m = sub.add_parser("mcore", help="the Python and the extra packages of megatron-core RELEASE's venv, shell-quoted")
-    m.add_argument("release")
     d = sub.add_parser("docs")
     d.add_argument("--check", action="store_true")
     args = ap.parse_args(argv)
@@ -220,12 +218,6 @@ def main(argv=None):
             if name not in known or "." not in name:
                 raise SystemExit(f"releases.py: no value {name!r} ({', '.join(k for k in known if '.' in k)})")
             print("\n".join(known[name]))
-        return 0
-    if args.cmd == "mcore":
-        import shlex
-
-        python, pip = megatron_core_venv(table, args.release)
-        print(" ".join([python] + [shlex.quote(p) for p in pip]))
         return 0
     if args.cmd == "table":
         print(support_table(table))

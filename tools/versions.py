@@ -4,12 +4,13 @@
   tools/versions.py run TORCH_NPU [--tests PATH ...]   one release (make test-npu TORCH_NPU=..., CI's version stages)
   tools/versions.py all                                 every release (make test-versions): one line each, a table
   tools/versions.py table                               README's table of the releases (tools/releases.py table)
-  tools/versions.py copy-tree DST                       the clean copy of step 3 (also make test-megatron's)
+  tools/versions.py megatron MCORE [--python 3.N]       the Megatron tests on one megatron-core release (make
+                                                        test-megatron), below
   tools/versions.py mindspeed [BRANCH ...]              the real MindSpeed pairs (make test-mindspeed), below
 
 For one release (TORCH_NPU is a torch_npu release, or "cpu-<torch>" for a torch without torch_npu):
  1. its venv, build/versions/<release>/venv: that Python, that torch (the package index's CUDA build, NVIDIA
-    libraries stubbed) and that torch_npu, by tools/torch_venv.py;
+    libraries stubbed) and that torch_npu, by tools/venvs.py;
  2. the fake CANN libraries for that torch and torch_npu (tests/fake_cann/build.py: that wheel's symbol list);
  3. a clean copy of the working tree (tracked and untracked files, nothing ignored: no build, no venv) in
     build/versions/<release>/src, installed into the venv with README's Ascend command
@@ -46,6 +47,7 @@ import sys
 import time
 
 import releases
+import venvs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -66,7 +68,7 @@ TORCHAIR_PIP = ["protobuf"]
 
 
 def venv_packages(release):
-    """(--pip, --pip-no-deps) of tools/torch_venv.py for a release's venv."""
+    """(pip, pip_no_deps) of venvs.torch_venv for a release's venv."""
     r = releases.find(TABLE, release)
     return (["packaging>=24.2", *TORCHAIR_PIP, *r.get("pip", [])],
             [f"megatron-core=={releases.megatron_core(TABLE, r)}", *r.get("pip_no_deps", [])])
@@ -100,37 +102,6 @@ def row(release):
     raise SystemExit(f"versions.py: {release} is not a supported release ({', '.join(r[0] for r in ROWS)})")
 
 
-def _site(py):
-    return subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], check=True,
-                          capture_output=True, text=True).stdout.strip()
-
-
-def _installed(py, name):
-    code = f"import importlib.metadata as m\ntry: print(m.version({name!r}))\nexcept Exception: print('-')"
-    return subprocess.run([py, "-c", code], check=True, capture_output=True, text=True).stdout.strip()
-
-
-def _copy_tree(dst):
-    """The working tree as git sees it (tracked + untracked, ignored left out) into dst, replacing what was there
-    (copy2 keeps the modification times, so the kept build directory recompiles only what changed)."""
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           check=True, capture_output=True).stdout.split(b"\0")
-    if os.path.exists(dst):  # afresh, but for setuptools' build directory: an unchanged source is not recompiled
-        for name in os.listdir(dst):
-            if name != "build":
-                path = os.path.join(dst, name)
-                shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.remove(path)
-    for f in files:
-        if not f:
-            continue
-        rel = f.decode()
-        src = os.path.join(ROOT, rel)
-        if not os.path.isfile(src):  # deleted in the working tree
-            continue
-        os.makedirs(os.path.join(dst, os.path.dirname(rel)), exist_ok=True)
-        shutil.copy2(src, os.path.join(dst, rel))
-
-
 def _expand(tests):
     out = []
     for t in tests:
@@ -152,9 +123,10 @@ def _tree_digest():
 WHEELS = os.path.join(ROOT, "build", "mindspeed", "wheel")  # the cluster wheel: built by one pair, installed by another
 
 
-def _prepare(release, base, venv_args, python=None, wheel=None):
-    """Steps 1-4 for a torch_npu release (a row of ROWS) in `base`: the venv (tools/torch_venv.py with `venv_args`
-    added; `python` instead of the row's Python), the fake CANN, README's install of a clean copy of the tree.
+def _prepare(release, base, packages, python=None, wheel=None):
+    """Steps 1-4 for a torch_npu release (a row of ROWS) in `base`: the venv (venvs.torch_venv with `packages`, its
+    pip / pip_no_deps / like; `python` instead of the row's Python), the fake CANN, README's install of a clean copy
+    of the tree.
     `wheel`: "build" also builds the cluster wheel (docs/install.md: `pip wheel --no-build-isolation --no-deps .`)
     into WHEELS; "install" installs the one there, built in another venv of the same torch and torch_npu, instead
     of compiling (as a cluster node without a compiler does), when it is of this tree.
@@ -163,11 +135,7 @@ def _prepare(release, base, venv_args, python=None, wheel=None):
     python = python or row_python
     cpu_only = npu_release.startswith("cpu-")
     venv = os.path.join(base, "venv")
-    py = os.path.join(venv, "bin", "python")
-    cmd = [sys.executable, os.path.join(HERE, "torch_venv.py"), venv, "--python", python, "--torch", torch_release]
-    if not cpu_only:
-        cmd += ["--torch-npu", npu_release]
-    subprocess.run(cmd + venv_args, check=True)
+    py = venvs.torch_venv(venv, python, torch_release, None if cpu_only else npu_release, **packages)
 
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
@@ -179,37 +147,28 @@ def _prepare(release, base, venv_args, python=None, wheel=None):
         if os.path.exists(shim):
             env["LD_PRELOAD"] = shim
 
-    before = (_installed(py, "torch"), _installed(py, "torch-npu"))
+    before = (venvs.installed(py, "torch"), venvs.installed(py, "torch-npu"))
     src = os.path.join(base, "src")
-    _copy_tree(src)
-    build_env = dict(env, NPU_EXT_KERNEL_VARIANTS="default", MAX_JOBS=env.get("MAX_JOBS", "2"))
-    ccache = "/usr/lib/ccache"
-    if os.path.isdir(ccache):
-        # the build runs inside the tree (src/build), so with the tree as base_dir ccache hashes relative paths and
-        # another clone's build of the same sources (CI's) takes these objects (-g0: no directory in them)
-        build_env.update(PATH=ccache + ":" + env["PATH"], CCACHE_NODIRECT="1", CCACHE_NOHASHDIR="1",
-                         CCACHE_BASEDIR=ROOT)
     stamp = os.path.join(WHEELS, "tree.sha256")
     wheels = sorted(glob.glob(os.path.join(WHEELS, "torch_ext-*.whl")))
     if wheel == "install" and wheels and os.path.exists(stamp) and open(stamp).read() == _tree_digest():
         print(f"versions.py: installing the cluster wheel {os.path.basename(wheels[-1])} (no compiler)", flush=True)
+        venvs.copy_tree(src)
         subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", wheels[-1]],
                        env=dict(env, CC="false", CXX="false"), check=True)
     else:
-        # README's Ascend install command
-        subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-build-isolation", "--no-deps", "."], cwd=src,
-                       env=build_env, check=True)
+        venvs.install_tree(py, src, env)
     if wheel == "build":
         shutil.rmtree(WHEELS, ignore_errors=True)
         subprocess.run([py, "-m", "pip", "wheel", "--quiet", "--no-build-isolation", "--no-deps", "-w", WHEELS, "."],
-                       cwd=src, env=build_env, check=True)
+                       cwd=src, env=venvs.build_env(env), check=True)
         with open(stamp, "w") as f:
             f.write(_tree_digest())
-    after = (_installed(py, "torch"), _installed(py, "torch-npu"))
+    after = (venvs.installed(py, "torch"), venvs.installed(py, "torch-npu"))
     if before != after:
         raise SystemExit(f"versions.py: installing torch_ext changed torch / torch_npu from {before} to {after}")
 
-    site = _site(py)
+    site = venvs.site(py)
     test_env = dict(env, PYTHONPATH=site + os.pathsep + ROOT, NPU_EXT_EXPECT_BUILD=os.path.join(site, "torch_ext"))
     if not cpu_only:
         test_env["NPU_EXT_EXPECT_NPU"] = "1"
@@ -239,8 +198,7 @@ def run(release, tests, workers):
     npu_release, _, python, _ = row(release)
     base = os.path.join(ROOT, "build", "versions", release)
     pip, pip_no_deps = venv_packages(release)
-    venv_args = ["--pip", *pip, "--pip-no-deps", *pip_no_deps]
-    py, test_env, after = _prepare(release, base, venv_args)
+    py, test_env, after = _prepare(release, base, {"pip": pip, "pip_no_deps": pip_no_deps})
     # other torch / torch_npu pairs to import this build under (tests/package/test_version_mismatch.py)
     others = [os.path.join(ROOT, v, "bin", "python") for v in (".venv", ".venv-npu")]
     others += sorted(glob.glob(os.path.join(ROOT, "build", "versions", "*", "venv", "bin", "python")))
@@ -248,7 +206,7 @@ def run(release, tests, workers):
     not_run = [m for m, _ in releases.not_run(releases.find(TABLE, release))]
     code, counts = _pytest(py, base, test_env, select, workers, not_run, tests)
     seconds = time.time() - t0
-    mcore = _installed(py, "megatron-core")
+    mcore = venvs.installed(py, "megatron-core")
     line = (f"torch_npu {npu_release if not npu_release.startswith('cpu-') else '-'} | torch {after[0]} | "
             f"Python {python} | megatron-core {mcore} | {counts} | {seconds:.0f} s")
     with open(os.path.join(base, "report.json"), "w") as f:
@@ -346,20 +304,19 @@ def mindspeed(branch, tests, workers):
     base = os.path.join(ROOT, "build", "mindspeed", branch)
     megatron_dir = _unpack(os.path.join(src_dir, megatron_archive), os.path.join(base, "megatron-lm"))
     mindspeed_dir = _unpack(os.path.join(src_dir, archive), os.path.join(base, "mindspeed"))
-    venv_args = ["--pip", *MINDSPEED_PIP, *pair["pip"], *(llm["pip"] if llm else [])]
-    if llm and llm.get("pip_no_deps"):
-        venv_args += ["--pip-no-deps", *llm["pip_no_deps"]]
+    packages = {"pip": [*MINDSPEED_PIP, *pair["pip"], *(llm["pip"] if llm else [])],
+                "pip_no_deps": llm.get("pip_no_deps", []) if llm else []}
     for other, p in MINDSPEED.items():  # the same runtime: start from its copy
         like = os.path.join(ROOT, "build", "mindspeed", other, "venv")
         if other != branch and (p["torch_npu"], p["python"]) == (release, python) and os.path.isdir(like):
-            venv_args += ["--like", like]
+            packages["like"] = like
             break
     # The cluster wheel (docs/install.md): the first pair of a runtime builds it, a later pair of the same runtime
     # installs it instead of compiling, and runs the NPU device suite (not in CI's subset) and the build-contract tests
     # with it too.
     same = [b for b, p in MINDSPEED.items() if (p["torch_npu"], p["python"]) == (release, python)]
     wheel = None if len(same) < 2 else ("build" if same[0] == branch else "install")
-    py, test_env, after = _prepare(release, base, venv_args, python, wheel)
+    py, test_env, after = _prepare(release, base, packages, python, wheel)
     ci = os.environ.get("NPU_EXT_MINDSPEED_SUBSET") == "ci"
     select = (SELECT_WHEEL_CI if ci else SELECT_WHEEL) if wheel == "install" else SELECT_MINDSPEED
     if wheel == "install":
@@ -432,6 +389,34 @@ def _docs(py, base, env):
                            os.path.join(ROOT, "tests", "docs")], cwd=ROOT, env=runner).returncode
 
 
+def megatron(release, python, tests, workers):
+    """make test-megatron: the tests marked megatron on megatron-core `release`, in a venv of its own,
+    .venv-megatron/<release>-py<Python>, with the Python and packages of the table's megatron_core.series
+    (releases.megatron_core_venv; `python` instead of its Python). megatron-core is installed without its declared
+    requirements: 0.12 declares training tools (wandb, nvidia-modelopt, tensorstore, ...) that none of the modules
+    used here imports. On the default row's Python the venv is a layer over .venv (its megatron-core shadows
+    .venv's) and the tests import the source tree's build (make build); on another Python it holds the default
+    torch (venvs.torch_venv) and the tree installed with README's command (build/megatron-py<Python>/src; the
+    DEFAULT kernel variant only)."""
+    rule_python, pip = releases.megatron_core_venv(TABLE, release)
+    python = python or rule_python
+    default = releases.default_row(TABLE)
+    venv = os.path.join(ROOT, ".venv-megatron", f"{release}-py{python}")
+    print(f"== megatron-core {release}, Python {python}: {' '.join(tests or ['tests'])}", flush=True)
+    if python == default["python"]:
+        py = venvs.layer(venv, os.path.join(ROOT, ".venv"), [f"megatron-core=={release}", *pip])
+        base, env = ROOT, dict(os.environ, PYTHONPATH=ROOT)
+    else:
+        py = venvs.torch_venv(venv, python, default["torch"], pip=[f"megatron-core=={release}", *pip])
+        base = os.path.join(ROOT, "build", f"megatron-py{python}")
+        venvs.install_tree(py, os.path.join(base, "src"), dict(os.environ))
+        site = venvs.site(py)
+        env = dict(os.environ, PYTHONPATH=site + os.pathsep + ROOT, NPU_EXT_EXPECT_BUILD=os.path.join(site, "torch_ext"))
+    code, counts = _pytest(py, base, env, "megatron", workers, tests=tests)
+    print(f"versions: megatron-core {release} | Python {python} | {counts}", flush=True)
+    return code
+
+
 def _counts(tail, proc):
     """pytest's closing counts ('1052 passed, 3 warnings in 210.35s' -> '1052 passed, 0 failed')."""
     import re
@@ -462,12 +447,14 @@ def main():
     m.add_argument("--workers", default=os.environ.get("TEST_WORKERS", str(os.cpu_count() or 2)))
     sub.add_parser("table")
     sub.add_parser("deselected")
-    c = sub.add_parser("copy-tree", help="the working tree as git sees it into DST (make test-megatron's build)")
-    c.add_argument("dst")
+    g = sub.add_parser("megatron")
+    g.add_argument("release", help="a megatron-core release")
+    g.add_argument("--python", default=None, help="the venv's Python (default: the release table's for that series)")
+    g.add_argument("--tests", nargs="*", default=None)
+    g.add_argument("--workers", default="2")
     args = ap.parse_args()
-    if args.cmd == "copy-tree":
-        _copy_tree(os.path.abspath(args.dst))
-        return 0
+    if args.cmd == "megatron":
+        return megatron(args.release, args.python, args.tests, args.workers)
     if args.cmd == "deselected":
         print(releases.deselected(TABLE))
         return 0
