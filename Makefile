@@ -34,6 +34,11 @@ CCACHE_ENV = PATH="$$([ -x /usr/lib/ccache/g++ ] && echo /usr/lib/ccache:)$$PATH
 # are not on sys.path): the checkout's configuration and root, no cache directory
 PYTEST_OUT_OF_TREE = -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) -c $(CURDIR)/pyproject.toml
 
+# A build outside the source tree (make test-npu's, make test-asan's): setup.py's build_ext with the Python $(1) and
+# the settings $(3) into $(2)/lib (objects in $(2)/temp), beside a copy of the package's Python files
+OUT_OF_TREE_BUILD = $(CCACHE_ENV) $(3) MAX_JOBS=$${MAX_JOBS:-2} $(1) setup.py -q build_ext --build-temp $(2)/temp \
+	--build-lib $(2)/lib && cp -rf torch_ext/*.py torch_ext/testing torch_ext/releases.json $(2)/lib/torch_ext/
+
 all: test
 
 $(VENV)/.stamp-venv: requirements-dev.txt
@@ -114,9 +119,7 @@ $(NPU_VENV)/.stamp-venv: $(VENV)/.stamp-venv
 
 $(NPU_BUILD)/.stamp: $(NPU_VENV)/.stamp-venv $(SOURCES)
 	mkdir -p $(NPU_BUILD) && touch $@.start
-	$(CCACHE_ENV) TORCH_DEVICE_BACKEND_AUTOLOAD=0 NPU_EXT_BUILD_NPU=1 MAX_JOBS=$${MAX_JOBS:-2} $(NPU_PY) setup.py -q build_ext \
-		--build-temp $(NPU_BUILD)/temp --build-lib $(NPU_BUILD)/lib
-	cp -rf torch_ext/*.py torch_ext/testing torch_ext/releases.json $(NPU_BUILD)/lib/torch_ext/
+	$(call OUT_OF_TREE_BUILD,$(NPU_PY),$(NPU_BUILD),TORCH_DEVICE_BACKEND_AUTOLOAD=0 NPU_EXT_BUILD_NPU=1)
 	mv $@.start $@
 
 npu-build: $(NPU_BUILD)/.stamp
@@ -195,9 +198,7 @@ test-mindspeed: venv
 ASAN_DIR := build/asan
 ASAN_TESTS ?= tests
 test-asan: venv
-	$(CCACHE_ENV) NPU_EXT_SANITIZE=1 NPU_EXT_BUILD_NPU=0 MAX_JOBS=$${MAX_JOBS:-2} $(PY) setup.py -q build_ext \
-		--build-temp $(ASAN_DIR)/temp --build-lib $(ASAN_DIR)/lib
-	cp -rf torch_ext/*.py torch_ext/testing torch_ext/releases.json $(ASAN_DIR)/lib/torch_ext/
+	$(call OUT_OF_TREE_BUILD,$(PY),$(ASAN_DIR),NPU_EXT_SANITIZE=1 NPU_EXT_BUILD_NPU=0)
 	cd $(ASAN_DIR) && LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \
 		ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONPATH=$(CURDIR)/$(ASAN_DIR)/lib \
 		NPU_EXT_EXPECT_SANITIZED=1 $(CURDIR)/$(PY) $(PYTEST_OUT_OF_TREE) -m asan -n $(TEST_WORKERS) \
