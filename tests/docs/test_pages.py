@@ -45,15 +45,12 @@ def _load(name, path):
     return module
 
 
-def _versions_py():
-    """tools/versions.py (its tree copy and fake toolkit), with tools/releases.py, which it imports."""
+def _tools():
+    """tools/venvs.py (the tree copy, a venv's site directory) and tools/versions.py (the fake toolkit), with
+    tools/releases.py, which versions.py imports besides venvs.py."""
     _load("releases", ROOT / "tools" / "releases.py")
-    return _load("npu_ext_versions", ROOT / "tools" / "versions.py")
-
-
-def _purelib(python):
-    return subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], check=True,
-                          capture_output=True, text=True).stdout.strip()
+    venvs = _load("venvs", ROOT / "tools" / "venvs.py")
+    return venvs, _load("npu_ext_versions", ROOT / "tools" / "versions.py")
 
 
 # The scratch venv sees the base interpreter's packages through this module (imported by a .pth file): the base
@@ -75,13 +72,13 @@ def _environment(env0):
     return {name: value for name, sep, value in pairs if sep and name not in _SHELL_VARS}
 
 
-def _scratch_venv(base_python, venv):
+def _scratch_venv(venvs, base_python, venv):
     shutil.rmtree(venv, ignore_errors=True)
     subprocess.run([base_python, "-m", "venv", str(venv)], check=True)
     py = os.path.join(venv, "bin", "python")
-    site_dir = _purelib(py)
+    site_dir = venvs.site(py)
     with open(os.path.join(site_dir, "_npu_ext_docs_layer.py"), "w") as f:
-        f.write(_LAYER.format(dirs=[_purelib(base_python)]))
+        f.write(_LAYER.format(dirs=[venvs.site(base_python)]))
     with open(os.path.join(site_dir, "_npu_ext_docs_layer.pth"), "w") as f:
         f.write("import _npu_ext_docs_layer\n")
     return py
@@ -90,7 +87,7 @@ def _scratch_venv(base_python, venv):
 @pytest.fixture(scope="session")
 def runtime():
     """(environment, the copy of the tree, the scratch home, the fake Ascend directory) of RUNTIME."""
-    versions = _versions_py()
+    venvs, versions = _tools()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NPU_EXT_DOCS", "PYTEST", "PYTHON"))}
     if RUNTIME == "mindspeed":
         base_python = os.environ["NPU_EXT_DOCS_PYTHON"]
@@ -103,10 +100,10 @@ def runtime():
         base_python = str(ROOT / (".venv" if RUNTIME == "cpu" else ".venv-npu") / "bin" / "python")
     BASE.mkdir(parents=True, exist_ok=True)
     src, home = BASE / "src", BASE / "home"
-    versions._copy_tree(str(src))  # a copy of what git sees, kept build/ aside (its objects are reused)
+    venvs.copy_tree(str(src))  # a copy of what git sees, kept build/ aside (its objects are reused)
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir()
-    py = _scratch_venv(base_python, BASE / "venv")
+    py = _scratch_venv(venvs, base_python, BASE / "venv")
     ascend = BASE / "Ascend"
     if RUNTIME != "cpu":
         lib = env["LD_LIBRARY_PATH"].split(os.pathsep)[0] if RUNTIME == "mindspeed" else subprocess.run(
