@@ -392,12 +392,12 @@ def _docs(py, base, env):
 def megatron(release, python, tests, workers):
     """make test-megatron: the tests marked megatron on megatron-core `release`, in a venv of its own,
     .venv-megatron/<release>-py<Python>, with the Python and packages of the table's megatron_core.series
-    (releases.megatron_core_venv; `python` instead of its Python). megatron-core is installed without its declared
-    requirements: 0.12 declares training tools (wandb, nvidia-modelopt, tensorstore, ...) that none of the modules
-    used here imports. On the default row's Python the venv is a layer over .venv (its megatron-core shadows
-    .venv's) and the tests import the source tree's build (make build); on another Python it holds the default
-    torch (venvs.torch_venv) and the tree installed with README's command (build/megatron-py<Python>/src; the
-    DEFAULT kernel variant only)."""
+    (releases.megatron_core_venv; `python` instead of its Python). On the default row's Python the venv is a layer
+    over .venv, megatron-core installed over .venv's without its declared requirements (0.12 declares training tools,
+    wandb, nvidia-modelopt, tensorstore, ..., that none of the modules used here imports), and the tests import the
+    source tree's build (make build); on another Python (the series from 0.17) it holds the default torch
+    (venvs.torch_venv) and megatron-core with its requirements, and the tree installed with README's command
+    (build/megatron-py<Python>/src; the DEFAULT kernel variant only)."""
     rule_python, pip = releases.megatron_core_venv(TABLE, release)
     python = python or rule_python
     default = releases.default_row(TABLE)
