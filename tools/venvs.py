@@ -110,12 +110,12 @@ def _stub_cuda(venv, py):
             shutil.copy2(path, torch_lib)
 
 
-def _add_packages(pip, pip_deps, pip_no_deps, stamp, key):
-    """The further packages installed into an existing venv, and its record."""
-    if pip_deps:
-        _run(pip + list(pip_deps))
+def _add_packages(install, pip, pip_no_deps, stamp, key):
+    """The further packages installed into an existing venv (`install`: its pip install command), and its record."""
+    if pip:
+        _run(install + list(pip))
     if pip_no_deps:
-        _run(pip + ["--no-deps"] + list(pip_no_deps))
+        _run(install + ["--no-deps"] + list(pip_no_deps))
     with open(stamp, "w") as f:
         json.dump(key, f)
 

@@ -28,16 +28,12 @@ def grouped_bias_add_grad(grad_y, group_idx=None, group_idx_type=0):
 
 def grouped_bias_add(x, bias, group_idx=None, group_idx_type=0, probs=None):
     """The forward: x + bias[j] on the rows of group j (x: [N, H], bias: [G, H]; group_idx: the groups' ends, or
-    their sizes for group_idx_type 1), or on x[j] for a 3-D x and no group_idx; times probs' one weight per row."""
+    their sizes for group_idx_type 1), or on x[j] for a 3-D x and no group_idx; times probs' one weight per row: the
+    native forms below, in float64."""
     x, bias = x.to(f64), bias.to(f64)
-    if group_idx is None:
-        rows_bias = bias.reshape(bias.shape[0], 1, -1)
-    else:
-        counts = group_idx if group_idx_type == 1 else torch.diff(group_idx, prepend=group_idx.new_zeros(1))
-        rows_bias = bias[torch.repeat_interleave(torch.arange(len(group_idx)), counts.long())]
-    if probs is not None:
-        rows_bias = rows_bias * probs.to(f64).reshape(x.shape[:-1] + (1,))
-    return x + rows_bias
+    if probs is None:
+        return native_grouped(x, bias, group_idx, group_idx_type)
+    return native_grouped_probs(x, bias, probs.to(f64), group_idx, group_idx_type)
 
 
 def native_grouped(x, bias, group_idx=None, group_idx_type=0):

@@ -27,15 +27,13 @@ def scaled_masked_softmax_backward(grad_output, y, mask, scale=1.0, fix_triu_mas
 
 def scaled_masked_softmax(x, mask=None, scale=1.0, fix_triu_mask=False, fully_masked="uniform"):
     """The forward: softmax((x * scale).masked_fill(mask, -10000), dim=-1), the causal mask for fix_triu_mask, and
-    rows with every position masked 0 for fully_masked="zero"."""
+    rows with every position masked 0 for fully_masked="zero": the native forms below, in float64."""
     x = x.to(f64)
     if fix_triu_mask:
         mask = causal_mask(x.shape[-2], x.shape[-1])
-    z = x * scale if mask is None else (x * scale).masked_fill(mask, -10000.0)
-    y = torch.softmax(z, dim=-1)
-    if fully_masked == "zero" and mask is not None:
-        y = torch.where(mask.all(dim=-1, keepdim=True), 0.0, y)
-    return y
+    if mask is None:
+        return torch.softmax(x * scale, dim=-1)
+    return (native_softmax_zero_rows if fully_masked == "zero" else native_softmax)(x, mask, scale)
 
 
 def native_softmax(x, mask, scale, fix_triu_mask=False):
